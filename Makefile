@@ -1,0 +1,45 @@
+# The project's commands. `make demo` and `make test` work on a fresh clone:
+# each creates .venv and installs what it needs first.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# pip's notes about local package folders that do not exist on this machine are noise.
+QUIET_PIP := grep -v "is ignored: it is neither a file nor a directory" || true
+
+.PHONY: demo test lint bench install install-test clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip 2>&1 | $(QUIET_PIP)
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e . 2>&1 | $(QUIET_PIP)
+	$(BIN)/python -c "import ragbrain"
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[test]' 2>&1 | $(QUIET_PIP)
+	$(BIN)/python -c "import ragbrain, pytest"
+	touch $(VENV)/.installed $@
+
+install: $(VENV)/.installed
+install-test: $(VENV)/.installed-test
+
+demo: install
+	$(BIN)/ragbrain demo
+
+test: install-test
+	$(BIN)/pytest -q
+
+lint: install-test
+	$(BIN)/ruff check src tests graphs benchmarks
+	$(BIN)/ruff format --check src tests graphs benchmarks
+	$(BIN)/mypy
+
+bench: install-test
+	$(BIN)/python benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

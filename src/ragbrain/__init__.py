@@ -1,0 +1,35 @@
+"""ragbrain: a corrective retriever for LangChain that refuses weak context."""
+
+from ragbrain.context import RetrievalContext
+from ragbrain.critic import Critic, TransformerCritic
+from ragbrain.errors import (
+    CriticLoadError,
+    InvalidInputError,
+    RagbrainError,
+    StoreMismatchError,
+    StoreNotFoundError,
+    StoreUnavailableError,
+)
+from ragbrain.graph import build_graph
+from ragbrain.retriever import CorrectiveRetriever
+from ragbrain.state import RETRIEVAL_KEY, RetrievalOutput
+from ragbrain.store import Store, default_store_path
+
+__all__ = [
+    "RETRIEVAL_KEY",
+    "CorrectiveRetriever",
+    "Critic",
+    "CriticLoadError",
+    "InvalidInputError",
+    "RagbrainError",
+    "RetrievalContext",
+    "RetrievalOutput",
+    "Store",
+    "StoreMismatchError",
+    "StoreNotFoundError",
+    "StoreUnavailableError",
+    "TransformerCritic",
+    "build_graph",
+    "default_store_path",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,99 @@
+"""Per-run knobs of the retrieval graph: one frozen dataclass, each field described for Studio."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+ENGLISH_MARKERS: tuple[str, ...] = (
+    "and",
+    "both",
+    "between",
+    "compare",
+    "compared",
+    "comparing",
+    "comparison",
+    "difference",
+    "differences",
+    "differ",
+    "versus",
+    "vs",
+    "last time",
+    "previously",
+    "pros and cons",
+)
+# A bare "と" is left out on purpose: it is also the particle in こと, ところ and と思う,
+# so it would mark most Japanese sentences as compound.
+JAPANESE_MARKERS: tuple[str, ...] = (
+    "比較",
+    "比べ",
+    "違い",
+    "差分",
+    "前回",
+    "および",
+    "並びに",
+    "それぞれ",
+    "両方",
+    "とどちら",
+    "と違",
+)
+THAI_MARKERS: tuple[str, ...] = (
+    "เปรียบเทียบ",
+    "ความแตกต่าง",
+    "แตกต่าง",
+    "ต่างกัน",
+    "และ",
+    "ครั้งก่อน",
+    "ครั้งที่แล้ว",
+    "เทียบกับ",
+)
+DEFAULT_MARKERS: tuple[str, ...] = ENGLISH_MARKERS + JAPANESE_MARKERS + THAI_MARKERS
+
+DEFAULT_GATE_THRESHOLD = 0.55
+
+
+@dataclass(frozen=True)
+class RetrievalContext:
+    """Knobs for one retrieval run; LangGraph Studio shows each field with its description."""
+
+    gate_threshold: float = field(
+        default=DEFAULT_GATE_THRESHOLD,
+        metadata={
+            "description": "CRAG gate: the search is 'poor' when its best cosine distance exceeds "
+            "this (0 = identical, 2 = opposite). Calibrate it per embedding model."
+        },
+    )
+    depth_tiers: tuple[int, int, int] = field(
+        default=(5, 7, 10),
+        metadata={"description": "Chunks fetched for a simple, a medium and a complex query."},
+    )
+    tier_scores: tuple[int, int] = field(
+        default=(1, 3),
+        metadata={
+            "description": "Complexity scores at which the medium and the complex tier start."
+        },
+    )
+    length_thresholds: tuple[int, ...] = field(
+        default=(30, 60),
+        metadata={
+            "description": "Each length (in characters, not words) the query exceeds adds 1 to "
+            "its complexity."
+        },
+    )
+    markers: tuple[str, ...] = field(
+        default=DEFAULT_MARKERS,
+        metadata={
+            "description": "Words of compound or comparative questions (English, Japanese, "
+            "Thai); each one present adds 1 to the complexity."
+        },
+    )
+    critic_threshold: float | None = field(
+        default=None,
+        metadata={
+            "description": "Chunks the critic scores below this are dropped; None uses the "
+            "critic's own calibrated threshold."
+        },
+    )
+    k: int | None = field(
+        default=None,
+        metadata={"description": "Fixed number of chunks; None lets the query choose (adaptive)."},
+    )

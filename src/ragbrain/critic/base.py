@@ -1,0 +1,27 @@
+"""The Critic interface: score (query, chunk) pairs in one batch as relevance probabilities."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+
+@runtime_checkable
+class Critic(Protocol):
+    """Judges whether chunks are relevant to a query.
+
+    ``score`` returns one probability in [0, 1] per passage, in order, for the whole batch at
+    once; ``threshold`` is the calibrated cut below which a chunk counts as irrelevant.
+    """
+
+    threshold: float
+
+    def score(self, query: str, passages: Sequence[str]) -> list[float]:
+        """Relevance probabilities of ``passages`` for ``query``, one per passage."""
+        ...
+
+
+def keep_mask(scores: Sequence[float], threshold: float) -> list[bool]:
+    """Which scores pass ``threshold``; NaN never counts as relevant."""
+    return [not math.isnan(s) and s >= threshold for s in scores]

@@ -1,0 +1,72 @@
+"""The demo: ingest the bundled sample notes, then run queries that take each path."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.rule import Rule
+
+from ragbrain.embeddings import default_embeddings
+from ragbrain.ingest import ingest
+from ragbrain.progress import progress_reporter
+from ragbrain.render import print_run
+from ragbrain.retriever import CorrectiveRetriever
+from ragbrain.store import Store
+
+# (what it shows, query, keyword arguments)
+SCENARIOS: list[tuple[str, str, dict[str, Any]]] = [
+    ("A short, simple query: depth 5.", "redis cache eviction", {}),
+    (
+        "A compound, comparative query: its markers raise the depth to 10.",
+        "Compare the Redis dashboard cache and the materialized views, and what did we "
+        "say about the stampede last time?",
+        {},
+    ),
+    (
+        "Filtered to decisions, but the answer is a bug write-up: the gate says 'poor' and "
+        "the fallback search without the filter rescues it (marked *).",
+        "Why did the nightly database backup fail?",
+        {"type_filter": "decision"},
+    ),
+    (
+        "Nothing in the notes is about this: the gate says 'poor' and there is nothing to "
+        "rescue. The critic, when on, is what drops such chunks.",
+        "How do we configure Kafka consumer groups?",
+        {},
+    ),
+    ("A Japanese query (the English-only embedding model is weak here).", "マイグレーションの確認", {}),
+]
+
+
+def sample_notes() -> Path:
+    """The folder of sample notes that ships with the package."""
+    return Path(str(resources.files("ragbrain") / "sample_notes"))
+
+
+def run_demo(out: Console, err: Console, store_path: Path | None = None) -> None:
+    """Build a store from the sample notes (in a temporary folder unless given) and query it."""
+    with tempfile.TemporaryDirectory(prefix="ragbrain-demo-") as tmp:
+        folder = store_path or Path(tmp)
+        started = time.perf_counter()
+        store = Store.open(folder, default_embeddings(), create=True)
+        with progress_reporter(err, "embedding the sample notes") as progress:
+            report = ingest(sample_notes(), store, progress=progress)
+        out.print(
+            f"Ingested the sample notes: {report.summary()} "
+            f"({time.perf_counter() - started:.1f} s)",
+            highlight=False,
+        )
+        retriever = CorrectiveRetriever.from_store(folder)
+        for caption, query, kwargs in SCENARIOS:
+            out.print(Rule(style="dim"))
+            out.print(f"[cyan]{caption}[/]")
+            if kwargs:
+                out.print(f"  with {kwargs}", highlight=False)
+            print_run(query, retriever.run(query, **kwargs), out)
+        out.print(Rule(style="dim"))
+        out.print(f"Done in {time.perf_counter() - started:.1f} s.", highlight=False)

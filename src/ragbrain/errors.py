@@ -1,0 +1,27 @@
+"""The package's error types: one small hierarchy, each subclassing what a caller would catch."""
+
+from __future__ import annotations
+
+
+class RagbrainError(Exception):
+    """Base class of every error raised by ragbrain."""
+
+
+class InvalidInputError(RagbrainError, ValueError):
+    """A query, argument or setting that ragbrain cannot accept."""
+
+
+class StoreNotFoundError(InvalidInputError):
+    """The store folder or its collection does not exist."""
+
+
+class StoreMismatchError(InvalidInputError):
+    """The store exists but does not fit: another distance space or embedding dimension."""
+
+
+class StoreUnavailableError(RagbrainError, RuntimeError):
+    """The vector store could not be reached or did not answer in time."""
+
+
+class CriticLoadError(RagbrainError, RuntimeError):
+    """A critic folder is missing, incomplete, corrupt or not safetensors."""

@@ -1,0 +1,62 @@
+"""Wiring only: the nodes, their edges and the one branch, compiled into a LangGraph."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from langgraph.graph import END, START, StateGraph
+
+from ragbrain.context import RetrievalContext
+from ragbrain.nodes.critic import make_critic_filter
+from ragbrain.nodes.depth import choose_depth
+from ragbrain.nodes.fallback import make_fallback_search
+from ragbrain.nodes.quality import assess_quality, route_by_verdict
+from ragbrain.nodes.search import make_vector_search
+from ragbrain.state import RetrievalInput, RetrievalOutput, RetrievalState
+
+if TYPE_CHECKING:
+    from langgraph.graph.state import CompiledStateGraph
+
+    from ragbrain.critic.base import Critic
+    from ragbrain.store import Store
+
+
+
+def build_graph(
+    store: Store, critic: Critic | None = None, *, critic_off_reason: str = "no critic configured"
+) -> CompiledStateGraph[RetrievalState, RetrievalContext, RetrievalInput, RetrievalOutput]:
+    """Compile the corrective retrieval graph over ``store``.
+
+    query -> choose_depth -> vector_search -> assess_quality -good-> critic_filter -> documents
+                                                  \\-poor-> fallback_search -/
+
+    Args:
+        store: The opened store the searches read.
+        critic: Scores chunks in ``critic_filter``; None keeps every chunk and says so.
+        critic_off_reason: What the trace says when ``critic`` is None.
+
+    Returns:
+        The compiled graph. Invoke it with ``{"query": ..., "type_filter": ...}`` and
+        ``context=RetrievalContext(...)``.
+    """
+    builder: StateGraph[Any, RetrievalContext, RetrievalInput, RetrievalOutput] = StateGraph(
+        RetrievalState,
+        context_schema=RetrievalContext,
+        input_schema=RetrievalInput,
+        output_schema=RetrievalOutput,
+    )
+    builder.add_node(choose_depth)
+    builder.add_node("vector_search", make_vector_search(store))
+    builder.add_node(assess_quality)
+    builder.add_node("fallback_search", make_fallback_search(store))
+    builder.add_node("critic_filter", make_critic_filter(critic, critic_off_reason))
+
+    builder.add_edge(START, "choose_depth")
+    builder.add_edge("choose_depth", "vector_search")
+    builder.add_edge("vector_search", "assess_quality")
+    builder.add_conditional_edges(
+        "assess_quality", route_by_verdict, {"good": "critic_filter", "poor": "fallback_search"}
+    )
+    builder.add_edge("fallback_search", "critic_filter")
+    builder.add_edge("critic_filter", END)
+    return builder.compile(name="ragbrain")

@@ -1,0 +1,71 @@
+"""Splitting notes into chunks with deterministic, content- and source-based ids."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from ragbrain.embeddings import minilm_path, set_offline
+
+if TYPE_CHECKING:
+    from langchain_text_splitters import TextSplitter
+
+    from ragbrain.ingest.files import NoteFile
+
+CHUNK_TOKENS = 200
+OVERLAP_TOKENS = 30
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A piece of a note as it is stored: id, text and metadata."""
+
+    id: str
+    text: str
+    metadata: dict[str, Any]
+
+
+def chunk_id(root: str, source: str, index: int, text: str) -> str:
+    """Same file, same place, same text -> same id; any change gives a new one."""
+    digest = hashlib.sha256("\x00".join((root, source, str(index), text)).encode("utf-8"))
+    return digest.hexdigest()[:32]
+
+
+@cache
+def splitter(chunk_tokens: int = CHUNK_TOKENS, overlap: int = OVERLAP_TOKENS) -> TextSplitter:
+    """A Markdown-aware splitter that measures length in MiniLM tokens, not characters,
+    so a Japanese or Thai chunk fits the embedding model's window as well as an English one."""
+    set_offline()
+    from langchain_text_splitters import Language, RecursiveCharacterTextSplitter
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(minilm_path(), local_files_only=True)
+    return RecursiveCharacterTextSplitter.from_huggingface_tokenizer(
+        tokenizer,
+        chunk_size=chunk_tokens,
+        chunk_overlap=overlap,
+        separators=RecursiveCharacterTextSplitter.get_separators_for_language(Language.MARKDOWN),
+    )
+
+
+def chunk_note(note: NoteFile, text_splitter: TextSplitter | None = None) -> list[Chunk]:
+    """Split a note; each chunk carries source, root, type, chunk index and title."""
+    pieces = [p for p in (text_splitter or splitter()).split_text(note.body) if p.strip()]
+    root = str(note.root)
+    return [
+        Chunk(
+            id=chunk_id(root, note.source, index, text),
+            text=text,
+            metadata={
+                "source": note.source,
+                "root": root,
+                "type": note.type,
+                "chunk": index,
+                "title": note.title,
+                "tags": ", ".join(note.tags),
+            },
+        )
+        for index, text in enumerate(pieces)
+    ]

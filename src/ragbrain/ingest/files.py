@@ -1,0 +1,154 @@
+"""Finding note files under a path and reading them: front matter, type, and reasons to skip."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+SUFFIXES = frozenset({".md", ".markdown", ".txt"})
+MAX_BYTES = 2_000_000
+
+
+@dataclass(frozen=True)
+class NoteFile:
+    """One readable note: where it is, its type, and its body without front matter."""
+
+    root: Path
+    path: Path
+    type: str
+    title: str
+    body: str
+    tags: tuple[str, ...] = field(default=())
+
+    @property
+    def source(self) -> str:
+        """The path relative to the ingested root, with forward slashes."""
+        return self.path.relative_to(self.root).as_posix()
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A file that was not ingested, and why."""
+
+    path: Path
+    reason: str
+
+
+def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
+    """Split YAML front matter (between ``---`` lines at the very top) from the body.
+
+    Raises:
+        ValueError: The front matter is not a YAML mapping.
+    """
+    if not text.startswith("---"):
+        return {}, text
+    lines = text.split("\n")
+    if lines[0].strip() != "---":
+        return {}, text
+    for end, line in enumerate(lines[1:], start=1):
+        if line.strip() in ("---", "..."):
+            try:
+                meta = yaml.safe_load("\n".join(lines[1:end])) or {}
+            except yaml.YAMLError as exc:
+                raise ValueError(f"front matter is not valid YAML ({exc})") from exc
+            if not isinstance(meta, dict):
+                raise ValueError("front matter is not a YAML mapping")
+            return meta, "\n".join(lines[end + 1 :])
+    return {}, text
+
+
+def _decode(path: Path, max_bytes: int) -> str:
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise ValueError(f"too large ({size:,} bytes > {max_bytes:,})")
+    data = path.read_bytes()
+    if b"\x00" in data[:8192]:
+        raise ValueError("binary file (NUL bytes)")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not UTF-8 (byte {data[exc.start]:#04x} at offset {exc.start})") from exc
+
+
+def _title(meta: dict[str, Any], body: str, path: Path) -> str:
+    if isinstance(meta.get("title"), str) and meta["title"].strip():
+        return str(meta["title"]).strip()
+    for line in body.splitlines():
+        if line.startswith("# "):
+            return line[2:].strip()
+    return path.stem
+
+
+def read_note(root: Path, path: Path, type_: str | None, max_bytes: int = MAX_BYTES) -> NoteFile:
+    """Read one file. The type is ``type_``, else the front matter's, else the folder's name.
+
+    Raises:
+        ValueError: The file is binary, not UTF-8, too large, empty or has bad front matter.
+    """
+    text = _decode(path, max_bytes).replace("\r\n", "\n")
+    meta, body = split_front_matter(text)
+    if not body.strip():
+        raise ValueError("empty (no text after the front matter)")
+    chosen = type_ or meta.get("type") or path.parent.name or "note"
+    tags = meta.get("tags") or ()
+    return NoteFile(
+        root=root,
+        path=path,
+        type=str(chosen).strip(),
+        title=_title(meta, body, path),
+        body=body.strip(),
+        tags=tuple(str(t) for t in tags) if isinstance(tags, list) else (str(tags),),
+    )
+
+
+def _candidates(root: Path) -> Iterator[Path | Skipped]:
+    """Files under ``root`` with a note suffix; hidden entries are left out; links are checked."""
+    real_root = root.resolve()
+    for folder, dirs, files in os.walk(root, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            path = Path(folder) / name
+            if name.startswith(".") or path.suffix.lower() not in SUFFIXES:
+                continue
+            if path.is_symlink():
+                try:
+                    target = path.resolve(strict=True)
+                except (OSError, RuntimeError):
+                    yield Skipped(path, "broken or looping symbolic link")
+                    continue
+                if not target.is_relative_to(real_root):
+                    yield Skipped(path, f"link to {target}, outside the ingested folder")
+                    continue
+            yield path
+
+
+def find_notes(
+    path: Path, type_: str | None = None, max_bytes: int = MAX_BYTES
+) -> tuple[Path, list[NoteFile], list[Skipped]]:
+    """Read every note under ``path`` (a folder, recursively, or one file).
+
+    Returns:
+        The root the sources are relative to, the notes read, and the files skipped with
+        their reasons.
+    """
+    path = path.expanduser().absolute()
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file or folder")
+    root = path if path.is_dir() else path.parent
+    found: list[Path | Skipped] = list(_candidates(root)) if path.is_dir() else [path]
+    notes: list[NoteFile] = []
+    skipped: list[Skipped] = []
+    for item in found:
+        if isinstance(item, Skipped):
+            skipped.append(item)
+            continue
+        try:
+            notes.append(read_note(root, item, type_, max_bytes))
+        except (ValueError, OSError) as exc:
+            skipped.append(Skipped(item, str(exc)))
+    return root, notes, skipped

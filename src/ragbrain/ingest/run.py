@@ -1,0 +1,106 @@
+"""ingest(): bring the store in step with a folder of notes, writing new chunks before deleting."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ragbrain.ingest.chunks import Chunk, chunk_note
+from ragbrain.ingest.files import MAX_BYTES, Skipped, find_notes
+
+if TYPE_CHECKING:
+    from ragbrain.store import Store
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int, int], None]
+EMBED_BATCH = 64
+
+
+@dataclass
+class IngestReport:
+    """What one ingestion did."""
+
+    root: Path
+    files: int = 0
+    added: int = 0
+    unchanged: int = 0
+    deleted: int = 0
+    skipped: list[Skipped] = field(default_factory=list)
+
+    def summary(self) -> str:
+        """One line for people."""
+        return (
+            f"{self.files} files: {self.added} chunks added, {self.unchanged} unchanged, "
+            f"{self.deleted} deleted, {len(self.skipped)} files skipped"
+        )
+
+
+def ingest(
+    path: str | Path,
+    store: Store,
+    *,
+    type_: str | None = None,
+    prune: bool = True,
+    max_bytes: int = MAX_BYTES,
+    progress: Progress | None = None,
+) -> IngestReport:
+    """Ingest a file or a folder (recursively) into ``store``.
+
+    Unchanged chunks are not embedded again; a changed file's new chunks are written first
+    and its old ones deleted after, so an interrupted run leaves a superset, never a subset.
+
+    Args:
+        path: A Markdown/text file or a folder of them.
+        store: The opened store.
+        type_: The note type for every file; else front matter ``type``, else folder name.
+        prune: When ``path`` is a folder, delete chunks of files that are no longer there.
+        max_bytes: Larger files are skipped.
+        progress: Called with (chunks embedded so far, chunks to embed).
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+    """
+    root, notes, skipped = find_notes(Path(path), type_, max_bytes)
+    for item in skipped:
+        log.warning("Skipped %s: %s", item.path, item.reason)
+    report = IngestReport(root=root, files=len(notes), skipped=skipped)
+    existing = store.ids_by_source(str(root))
+
+    wanted: dict[str, set[str]] = {}
+    to_write: list[Chunk] = []
+    for note in notes:
+        chunks = chunk_note(note)
+        ids = {c.id for c in chunks}
+        wanted[note.source] = ids
+        have = existing.get(note.source, set())
+        to_write += [c for c in chunks if c.id not in have]
+        report.unchanged += len(ids & have)
+
+    _write(store, to_write, progress)
+    report.added = len(to_write)
+
+    stale: list[str] = []
+    for source, ids in existing.items():
+        if source in wanted:
+            stale += sorted(ids - wanted[source])
+        elif prune and Path(path).is_dir():
+            stale += sorted(ids)
+    store.delete(stale)
+    report.deleted = len(stale)
+    return report
+
+
+def _write(store: Store, chunks: list[Chunk], progress: Progress | None) -> None:
+    total = len(chunks)
+    if progress:
+        progress(0, total)
+    for start in range(0, total, EMBED_BATCH):
+        batch = chunks[start : start + EMBED_BATCH]
+        vectors = store.embeddings.embed_documents([c.text for c in batch])
+        store.upsert([c.id for c in batch], [c.text for c in batch], [c.metadata for c in batch], vectors)
+        if progress:
+            progress(min(start + EMBED_BATCH, total), total)

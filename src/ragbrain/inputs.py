@@ -1,0 +1,49 @@
+"""Validation of what callers pass in: queries, k and type filters, with errors that name them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ragbrain.errors import InvalidInputError
+
+MAX_K = 100
+
+
+def check_query(query: Any) -> str:
+    """A non-empty string query, returned unchanged.
+
+    Raises:
+        InvalidInputError: The query is not a string or holds only whitespace.
+    """
+    if not isinstance(query, str):
+        raise InvalidInputError(f"query must be a string, got {type(query).__name__}.")
+    if not query.strip():
+        raise InvalidInputError("query is empty; pass the text to search for.")
+    return query
+
+
+def check_k(k: Any, *, name: str = "k") -> int | None:
+    """None (adaptive depth) or an int in 1..MAX_K; booleans and strings are refused."""
+    if k is None:
+        return None
+    if isinstance(k, bool) or not isinstance(k, int):
+        raise InvalidInputError(f"{name} must be an integer in 1..{MAX_K}, got {k!r}.")
+    if not 1 <= k <= MAX_K:
+        raise InvalidInputError(f"{name} must be in 1..{MAX_K}, got {k}.")
+    return k
+
+
+def check_types(type_filter: Any) -> list[str] | None:
+    """None, or a list of note types from a string or a sequence of strings."""
+    if type_filter is None:
+        return None
+    if isinstance(type_filter, str):
+        type_filter = [type_filter]
+    if not isinstance(type_filter, Sequence) or not all(
+        isinstance(t, str) and t.strip() for t in type_filter
+    ):
+        raise InvalidInputError(
+            f"type_filter must be a note type or a list of them, got {type_filter!r}."
+        )
+    return list(dict.fromkeys(t.strip() for t in type_filter)) or None

@@ -1,0 +1,61 @@
+"""critic_filter: score every kept hit with the critic, drop the irrelevant, build the documents."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.documents import Document
+from langgraph.runtime import Runtime
+
+from ragbrain.context import RetrievalContext
+from ragbrain.critic.base import Critic, keep_mask
+from ragbrain.state import RETRIEVAL_KEY, Hit, RetrievalState
+
+if TYPE_CHECKING:
+    from ragbrain.nodes.search import Node
+
+
+def _document(hit: Hit, score: float | None, state: RetrievalState, critic: str) -> Document:
+    trace = {
+        "distance": hit["distance"],
+        "critic_score": score,
+        "depth": state["depth"],
+        "complexity": state["complexity"],
+        "verdict": state["verdict"],
+        "best_distance": state["best_distance"],
+        "fallback": state.get("fallback", False),
+        "from_fallback": hit["from_fallback"],
+        "critic": critic,
+    }
+    return Document(
+        id=hit["id"], page_content=hit["text"], metadata={**hit["metadata"], RETRIEVAL_KEY: trace}
+    )
+
+
+def make_critic_filter(critic: Critic | None, off_reason: str = "no critic configured") -> Node:
+    """Bind a critic (or None: keep everything, and say why in the trace) into the node."""
+
+    def critic_filter(state: RetrievalState, runtime: Runtime[RetrievalContext]) -> dict[str, Any]:
+        hits = state["hits"]
+        if critic is None:
+            status = f"off: {off_reason}"
+            documents = [_document(hit, None, state, status) for hit in hits]
+            note = f"critic {status}; kept all {len(hits)}"
+            return {"documents": documents, "critic": status, "notes": [note]}
+        threshold = runtime.context.critic_threshold
+        if threshold is None:
+            threshold = critic.threshold
+        scores = critic.score(state["query"], [hit["text"] for hit in hits]) if hits else []
+        status = f"on (threshold {threshold:.3f})"
+        documents = [
+            _document(hit, score, state, status)
+            for hit, score, keep in zip(hits, scores, keep_mask(scores, threshold), strict=True)
+            if keep
+        ]
+        dropped = len(hits) - len(documents)
+        note = f"critic {status}: kept {len(documents)}, dropped {dropped} of {len(hits)}"
+        if hits and not documents:
+            note += "; every chunk scored below the threshold, so nothing is returned"
+        return {"documents": documents, "critic": status, "notes": [note]}
+
+    return critic_filter

@@ -1,0 +1,67 @@
+"""choose_depth: score the query's complexity and pick how many chunks to fetch."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from ragbrain.context import RetrievalContext
+from ragbrain.state import RetrievalState
+
+
+@lru_cache(maxsize=32)
+def _marker_patterns(markers: tuple[str, ...]) -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """Compile markers: ASCII words match whole words only; other scripts match as substrings.
+
+    Japanese and Thai write no spaces between words, so a word boundary means nothing there.
+    """
+    compiled = []
+    for marker in markers:
+        escaped = re.escape(marker.casefold())
+        pattern = rf"(?<!\w){escaped}(?!\w)" if marker.isascii() else escaped
+        compiled.append((marker, re.compile(pattern)))
+    return tuple(compiled)
+
+
+def complexity(query: str, context: RetrievalContext) -> tuple[int, list[str]]:
+    """Score a query: +1 for each length threshold it exceeds, +1 for each marker it contains.
+
+    Returns:
+        The score and the reasons that made it up, e.g. ``["length 64 > 60", "marker 'and'"]``.
+    """
+    length = len(query.strip())
+    reasons = [f"length {length} > {t}" for t in context.length_thresholds if length > t]
+    folded = query.casefold()
+    reasons += [f"marker {m!r}" for m, p in _marker_patterns(context.markers) if p.search(folded)]
+    return len(reasons), reasons
+
+
+def depth_for(score: int, context: RetrievalContext) -> int:
+    """Map a complexity score to a depth tier."""
+    simple, medium, complex_ = context.depth_tiers
+    medium_from, complex_from = context.tier_scores
+    if score >= complex_from:
+        return complex_
+    return medium if score >= medium_from else simple
+
+
+def choose_depth(state: RetrievalState, runtime: Runtime[RetrievalContext]) -> dict[str, Any]:
+    """Node: write the complexity score and the depth; an explicit ``k`` overrides the tiers."""
+    context = runtime.context
+    score, reasons = complexity(state["query"], context)
+    why = ", ".join(reasons) or "short, no markers"
+    if context.k is not None:
+        return {
+            "complexity": score,
+            "depth": context.k,
+            "notes": [f"depth {context.k}: k set by the caller (complexity {score}: {why})"],
+        }
+    depth = depth_for(score, context)
+    return {
+        "complexity": score,
+        "depth": depth,
+        "notes": [f"depth {depth}: complexity {score} ({why})"],
+    }

@@ -1,0 +1,75 @@
+"""Printing a retrieval run for people (a rich table) or machines (JSON)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.console import Console
+
+from ragbrain.state import RETRIEVAL_KEY, RetrievalOutput
+
+
+def run_to_dict(query: str, output: RetrievalOutput) -> dict[str, Any]:
+    """A JSON-ready view of a run: its decisions, then each chunk with its trace."""
+    return {
+        "query": query,
+        "depth": output["depth"],
+        "complexity": output["complexity"],
+        "verdict": output["verdict"],
+        "best_distance": output["best_distance"],
+        "fallback": output.get("fallback", False),
+        "critic": output["critic"],
+        "notes": output["notes"],
+        "documents": [
+            {
+                "id": doc.id,
+                "source": doc.metadata.get("source"),
+                "type": doc.metadata.get("type"),
+                "chunk": doc.metadata.get("chunk"),
+                "title": doc.metadata.get("title"),
+                "distance": doc.metadata[RETRIEVAL_KEY]["distance"],
+                "critic_score": doc.metadata[RETRIEVAL_KEY]["critic_score"],
+                "from_fallback": doc.metadata[RETRIEVAL_KEY]["from_fallback"],
+                "text": doc.page_content,
+            }
+            for doc in output["documents"]
+        ],
+    }
+
+
+def print_json(query: str, output: RetrievalOutput, console: Console) -> None:
+    """The run as one JSON object on stdout."""
+    console.print_json(json.dumps(run_to_dict(query, output), ensure_ascii=False))
+
+
+def print_run(query: str, output: RetrievalOutput, console: Console, *, width: int = 70) -> None:
+    """The run's decisions in one line, then a table of the chunks, then why."""
+    run = run_to_dict(query, output)
+    best = run["best_distance"]
+    console.print(f"query: {query}", markup=False, highlight=False, soft_wrap=True)
+    console.print(
+        f"  depth {run['depth']} (complexity {run['complexity']}) | verdict {run['verdict']} "
+        f"(best distance {'-' if best is None else f'{best:.3f}'}) | "
+        f"fallback {'yes' if run['fallback'] else 'no'} | critic {run['critic']}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+    if not run["documents"]:
+        console.print("  [yellow]no chunks returned[/]")
+    for rank, doc in enumerate(run["documents"], start=1):
+        score = doc["critic_score"]
+        text = " ".join(doc["text"].split())
+        console.print(
+            f"  {rank:>2}. distance {doc['distance']:.3f}  critic "
+            f"{'-' if score is None else f'{score:.2f}'}  [{doc['type']}] "
+            f"{doc['source']}#{doc['chunk']}{'  (fallback)' if doc['from_fallback'] else ''}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+        snippet = f"      {text[:width]}{'...' if len(text) > width else ''}"
+        console.print(snippet, style="dim", markup=False, highlight=False, soft_wrap=True)
+    for note in run["notes"]:
+        console.print(f"  - {note}", style="dim", markup=False, highlight=False, soft_wrap=True)

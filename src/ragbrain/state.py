@@ -1,0 +1,60 @@
+"""The graph's state, its input and output schemas, and the names of the trace keys."""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, Literal, TypedDict
+
+from langchain_core.documents import Document
+
+Verdict = Literal["good", "poor"]
+
+#: Key of the trace dict that rides on every returned ``Document.metadata``.
+RETRIEVAL_KEY = "retrieval"
+
+
+class Hit(TypedDict):
+    """One chunk found by a search, before it becomes a returned ``Document``."""
+
+    id: str
+    text: str
+    metadata: dict[str, Any]
+    distance: float
+    from_fallback: bool
+
+
+class RetrievalInput(TypedDict):
+    """What a caller passes to the graph."""
+
+    query: str
+    type_filter: list[str] | None
+
+
+class RetrievalOutput(TypedDict):
+    """What the graph returns: the documents and the decisions that produced them."""
+
+    documents: list[Document]
+    complexity: int
+    depth: int
+    best_distance: float | None
+    verdict: Verdict
+    fallback: bool
+    critic: str
+    notes: list[str]
+
+
+class RetrievalState(TypedDict):
+    """Everything a run knows; each node returns only the keys it changes."""
+
+    query: str
+    type_filter: list[str] | None
+    complexity: int
+    depth: int
+    hits: list[Hit]
+    best_distance: float | None
+    verdict: Verdict
+    fallback: bool
+    critic: str
+    documents: list[Document]
+    # Each node appends one line saying what it decided and why.
+    notes: Annotated[list[str], operator.add]
