@@ -10,6 +10,7 @@ from ragbrain.errors import (
     StoreNotFoundError,
     StoreUnavailableError,
 )
+from ragbrain.factory import default_graph, open_graph
 from ragbrain.graph import build_graph
 from ragbrain.retriever import CorrectiveRetriever
 from ragbrain.state import RETRIEVAL_KEY, RetrievalOutput
@@ -30,6 +31,8 @@ __all__ = [
     "StoreUnavailableError",
     "TransformerCritic",
     "build_graph",
+    "default_graph",
     "default_store_path",
+    "open_graph",
 ]
 __version__ = "0.1.0"

@@ -3,6 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ragbrain.errors import InvalidInputError
+from ragbrain.inputs import check_k
+
+if TYPE_CHECKING:
+    from langgraph.runtime import Runtime
 
 ENGLISH_MARKERS: tuple[str, ...] = (
     "and",
@@ -97,3 +104,29 @@ class RetrievalContext:
         default=None,
         metadata={"description": "Fixed number of chunks; None lets the query choose (adaptive)."},
     )
+
+    def __post_init__(self) -> None:
+        """Refuse settings that would make the pipeline misbehave, naming the field."""
+        if not 0.0 <= self.gate_threshold <= 2.0:
+            raise InvalidInputError(
+                f"gate_threshold must be a cosine distance in [0, 2], got {self.gate_threshold}."
+            )
+        tiers = self.depth_tiers
+        if len(tiers) != 3 or any(check_k(t, name="depth_tiers") is None for t in tiers):
+            raise InvalidInputError(f"depth_tiers must be three depths, got {tiers!r}.")
+        if list(tiers) != sorted(tiers):
+            raise InvalidInputError(f"depth_tiers must not decrease, got {tiers!r}.")
+        if len(self.tier_scores) != 2 or self.tier_scores[0] > self.tier_scores[1]:
+            raise InvalidInputError(
+                f"tier_scores must be two rising scores, got {self.tier_scores!r}."
+            )
+        if self.critic_threshold is not None and not 0.0 <= self.critic_threshold <= 1.0:
+            raise InvalidInputError(
+                f"critic_threshold must be in [0, 1] or None, got {self.critic_threshold}."
+            )
+        check_k(self.k)
+
+
+def context_of(runtime: Runtime[RetrievalContext]) -> RetrievalContext:
+    """The run's knobs; the defaults when the caller passed none (a bare ``graph.invoke``)."""
+    return runtime.context if runtime.context is not None else RetrievalContext()

@@ -39,7 +39,11 @@ SCENARIOS: list[tuple[str, str, dict[str, Any]]] = [
         "How do we configure Kafka consumer groups?",
         {},
     ),
-    ("A Japanese query (the English-only embedding model is weak here).", "マイグレーションの確認", {}),
+    (
+        "A Japanese query (the English-only embedding model is weak here).",
+        "マイグレーションの確認",
+        {},
+    ),
 ]
 
 

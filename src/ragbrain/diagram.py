@@ -10,4 +10,4 @@ from ragbrain.store import Store
 
 def mermaid() -> str:
     """Draw the graph; no store is opened (the factories only close over it)."""
-    return str(build_graph(cast(Store, None)).get_graph().draw_mermaid()).strip()
+    return str(build_graph(cast("Store", None)).get_graph().draw_mermaid()).strip()

@@ -38,7 +38,7 @@ def default_embeddings() -> Embeddings:
     from langchain_huggingface import HuggingFaceEmbeddings
     from transformers.utils import logging as hf_logging
 
-    hf_logging.disable_progress_bar()
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
     return HuggingFaceEmbeddings(
         model_name=str(minilm_path()),
         model_kwargs={"device": "cpu"},

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
 
 from ragbrain.context import RetrievalContext
 from ragbrain.nodes.critic import make_critic_filter
@@ -15,16 +16,15 @@ from ragbrain.nodes.search import make_vector_search
 from ragbrain.state import RetrievalInput, RetrievalOutput, RetrievalState
 
 if TYPE_CHECKING:
-    from langgraph.graph.state import CompiledStateGraph
-
     from ragbrain.critic.base import Critic
     from ragbrain.store import Store
 
+Graph = CompiledStateGraph[RetrievalState, RetrievalContext, RetrievalInput, RetrievalOutput]
 
 
 def build_graph(
     store: Store, critic: Critic | None = None, *, critic_off_reason: str = "no critic configured"
-) -> CompiledStateGraph[RetrievalState, RetrievalContext, RetrievalInput, RetrievalOutput]:
+) -> Graph:
     """Compile the corrective retrieval graph over ``store``.
 
     query -> choose_depth -> vector_search -> assess_quality -good-> critic_filter -> documents

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -16,10 +15,9 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from pydantic import ConfigDict, Field
 
-from ragbrain.context import RetrievalContext
-from ragbrain.critic import Critic, TransformerCritic, default_critic_path
-from ragbrain.errors import CriticLoadError, InvalidInputError
-from ragbrain.graph import build_graph
+from ragbrain.context import DEFAULT_GATE_THRESHOLD, RetrievalContext
+from ragbrain.errors import InvalidInputError
+from ragbrain.factory import CriticChoice, OnCriticError, open_graph
 from ragbrain.inputs import check_k, check_query, check_types
 from ragbrain.state import RetrievalInput, RetrievalOutput
 from ragbrain.store import Store
@@ -27,35 +25,7 @@ from ragbrain.store import Store
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
-log = logging.getLogger(__name__)
-
-CriticChoice = Critic | str | Path | Literal["default"] | None
 _CALL_KWARGS = frozenset({"k", "type_filter"})
-
-
-def resolve_critic(
-    choice: CriticChoice, on_error: Literal["raise", "disable"] = "raise"
-) -> tuple[Critic | None, str]:
-    """Turn a critic choice into a critic (or None) and the reason the trace gives when off.
-
-    ``"default"`` is the critic that ships with the package; a path loads a critic folder;
-    ``None`` turns the critic off. ``on_error="disable"`` runs without a critic (logged once,
-    marked in the trace) instead of raising ``CriticLoadError``.
-    """
-    if choice is None:
-        return None, "disabled by the caller"
-    if not isinstance(choice, str | Path):
-        return choice, ""
-    folder = default_critic_path() if choice == "default" else Path(choice)
-    if choice == "default" and not folder.is_dir():
-        return None, "no trained default critic is installed"
-    try:
-        return TransformerCritic(folder), ""
-    except CriticLoadError as exc:
-        if on_error == "raise":
-            raise
-        log.warning("Running with the critic off: %s", exc)
-        return None, f"failed to load ({exc})"
 
 
 class CorrectiveRetriever(BaseRetriever):
@@ -91,7 +61,7 @@ class CorrectiveRetriever(BaseRetriever):
         *,
         embeddings: Embeddings | None = None,
         critic: CriticChoice = "default",
-        on_critic_error: Literal["raise", "disable"] = "raise",
+        on_critic_error: OnCriticError = "raise",
         convert_space: bool = False,
         **fields: Any,
     ) -> CorrectiveRetriever:
@@ -109,16 +79,24 @@ class CorrectiveRetriever(BaseRetriever):
         Raises:
             StoreNotFoundError, StoreMismatchError, CriticLoadError.
         """
-        if embeddings is None:
-            from ragbrain.embeddings import default_embeddings
-
-            embeddings = default_embeddings()
-        store = Store.open(path, embeddings, convert_space=convert_space)
-        chosen, off_reason = resolve_critic(critic, on_critic_error)
-        graph = build_graph(store, chosen, critic_off_reason=off_reason)
+        graph = open_graph(
+            path,
+            embeddings=embeddings,
+            critic=critic,
+            on_critic_error=on_critic_error,
+            convert_space=convert_space,
+        )
+        # A threshold written by `ragbrain calibrate` replaces the default gate, unless the
+        # caller's context sets another one.
+        context = fields.get("context") or RetrievalContext()
+        calibrated = Store.read_gate_threshold(path)
+        if calibrated is not None and context.gate_threshold == DEFAULT_GATE_THRESHOLD:
+            fields["context"] = dataclasses.replace(context, gate_threshold=calibrated)
         return cls(graph=graph, **fields)
 
-    def _prepare(self, query: Any, kwargs: dict[str, Any]) -> tuple[RetrievalInput, RetrievalContext]:
+    def _prepare(
+        self, query: Any, kwargs: dict[str, Any]
+    ) -> tuple[RetrievalInput, RetrievalContext]:
         unknown = set(kwargs) - _CALL_KWARGS
         if unknown:
             raise InvalidInputError(

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Literal
 
 from langchain_core.documents import Document
+from typing_extensions import TypedDict
 
 Verdict = Literal["good", "poor"]
 

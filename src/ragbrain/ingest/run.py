@@ -101,6 +101,8 @@ def _write(store: Store, chunks: list[Chunk], progress: Progress | None) -> None
     for start in range(0, total, EMBED_BATCH):
         batch = chunks[start : start + EMBED_BATCH]
         vectors = store.embeddings.embed_documents([c.text for c in batch])
-        store.upsert([c.id for c in batch], [c.text for c in batch], [c.metadata for c in batch], vectors)
+        store.upsert(
+            [c.id for c in batch], [c.text for c in batch], [c.metadata for c in batch], vectors
+        )
         if progress:
             progress(min(start + EMBED_BATCH, total), total)

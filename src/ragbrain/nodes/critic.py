@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
-from ragbrain.context import RetrievalContext
+from ragbrain.context import RetrievalContext, context_of
 from ragbrain.critic.base import Critic, keep_mask
+from ragbrain.nodes import Node
 from ragbrain.state import RETRIEVAL_KEY, Hit, RetrievalState
-
-if TYPE_CHECKING:
-    from ragbrain.nodes.search import Node
 
 
 def _document(hit: Hit, score: float | None, state: RetrievalState, critic: str) -> Document:
@@ -42,7 +40,7 @@ def make_critic_filter(critic: Critic | None, off_reason: str = "no critic confi
             documents = [_document(hit, None, state, status) for hit in hits]
             note = f"critic {status}; kept all {len(hits)}"
             return {"documents": documents, "critic": status, "notes": [note]}
-        threshold = runtime.context.critic_threshold
+        threshold = context_of(runtime).critic_threshold
         if threshold is None:
             threshold = critic.threshold
         scores = critic.score(state["query"], [hit["text"] for hit in hits]) if hits else []

@@ -8,7 +8,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from ragbrain.context import RetrievalContext
+from ragbrain.context import RetrievalContext, context_of
 from ragbrain.state import RetrievalState
 
 
@@ -50,7 +50,7 @@ def depth_for(score: int, context: RetrievalContext) -> int:
 
 def choose_depth(state: RetrievalState, runtime: Runtime[RetrievalContext]) -> dict[str, Any]:
     """Node: write the complexity score and the depth; an explicit ``k`` overrides the tiers."""
-    context = runtime.context
+    context = context_of(runtime)
     score, reasons = complexity(state["query"], context)
     why = ", ".join(reasons) or "short, no markers"
     if context.k is not None:

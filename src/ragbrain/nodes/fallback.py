@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING, Any
 from langgraph.runtime import Runtime
 
 from ragbrain.context import RetrievalContext
+from ragbrain.nodes import Node
 from ragbrain.state import Hit, RetrievalState
 
 if TYPE_CHECKING:
-    from ragbrain.nodes.search import Node
     from ragbrain.store import Store
 
 

@@ -6,13 +6,13 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from ragbrain.context import RetrievalContext
+from ragbrain.context import RetrievalContext, context_of
 from ragbrain.state import RetrievalState, Verdict
 
 
 def assess_quality(state: RetrievalState, runtime: Runtime[RetrievalContext]) -> dict[str, Any]:
     """Node: the verdict is "poor" when there are no hits or the best distance is above the gate."""
-    threshold = runtime.context.gate_threshold
+    threshold = context_of(runtime).gate_threshold
     distances = [max(0.0, hit["distance"]) for hit in state["hits"]]
     if not distances:
         return {"best_distance": None, "verdict": "poor", "notes": ["verdict poor: no hits"]}

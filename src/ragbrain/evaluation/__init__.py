@@ -1,0 +1,1 @@
+"""Evaluation on BEIR-layout data sets: loading, cached stores, metrics and reports."""

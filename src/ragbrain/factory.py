@@ -1,0 +1,91 @@
+"""Building a ready graph from a store folder: embeddings, store, critic, in one call."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from ragbrain.critic import Critic, TransformerCritic, default_critic_path
+from ragbrain.errors import CriticLoadError, StoreNotFoundError
+from ragbrain.graph import build_graph
+from ragbrain.store import Store, default_store_path
+
+if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
+
+    from ragbrain.graph import Graph
+
+log = logging.getLogger(__name__)
+
+CriticChoice = Critic | str | Path | None
+OnCriticError = Literal["raise", "disable"]
+
+
+def resolve_critic(
+    choice: CriticChoice, on_error: OnCriticError = "raise"
+) -> tuple[Critic | None, str]:
+    """Turn a critic choice into a critic (or None) and the reason the trace gives when off.
+
+    ``"default"`` is the critic that ships with the package; a path loads a critic folder;
+    ``None`` turns the critic off. ``on_error="disable"`` runs without a critic (logged once,
+    marked in the trace) instead of raising ``CriticLoadError``.
+    """
+    if choice is None:
+        return None, "disabled by the caller"
+    if not isinstance(choice, str | Path):
+        return choice, ""
+    folder = default_critic_path() if choice == "default" else Path(choice)
+    if choice == "default" and not folder.is_dir():
+        return None, "no trained default critic is installed"
+    try:
+        return TransformerCritic(folder), ""
+    except CriticLoadError as exc:
+        if on_error == "raise":
+            raise
+        log.warning("Running with the critic off: %s", exc)
+        return None, f"failed to load ({exc})"
+
+
+def open_graph(
+    path: str | Path | None = None,
+    *,
+    embeddings: Embeddings | None = None,
+    critic: CriticChoice = "default",
+    on_critic_error: OnCriticError = "raise",
+    convert_space: bool = False,
+) -> Graph:
+    """Open the store in ``path`` and compile the graph over it with the chosen critic.
+
+    Raises:
+        StoreNotFoundError, StoreMismatchError, CriticLoadError.
+    """
+    if embeddings is None:
+        from ragbrain.embeddings import default_embeddings
+
+        embeddings = default_embeddings()
+    store = Store.open(path, embeddings, convert_space=convert_space)
+    chosen, off_reason = resolve_critic(critic, on_critic_error)
+    return build_graph(store, chosen, critic_off_reason=off_reason)
+
+
+def default_graph() -> Graph:
+    """The graph over the default store, for LangGraph Studio.
+
+    With no store at the default location, it serves a store of the bundled sample notes
+    (built once in the cache folder) so that Studio has something to show.
+    """
+    try:
+        return open_graph(None)
+    except StoreNotFoundError:
+        from ragbrain.demo import sample_notes
+        from ragbrain.embeddings import default_embeddings
+        from ragbrain.evaluation.beir import cache_root
+        from ragbrain.ingest import ingest
+
+        folder = cache_root() / "sample-store"
+        log.warning(
+            "No store at %s; serving the sample notes from %s.", default_store_path(), folder
+        )
+        ingest(sample_notes(), Store.open(folder, default_embeddings(), create=True))
+        return open_graph(folder)

@@ -1,0 +1,67 @@
+"""Shared fixtures: fakes whose scores mean something, tiny note folders, and the real model."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from langchain_core.embeddings import Embeddings
+
+from ragbrain.store import Store
+from tests.fakes import NOTES, BagOfWordsEmbeddings
+
+
+@pytest.fixture
+def fake_embeddings() -> BagOfWordsEmbeddings:
+    return BagOfWordsEmbeddings()
+
+
+@pytest.fixture
+def write_notes(tmp_path: Path) -> Callable[[dict[str, str]], Path]:
+    """Write {relative path: text} under a fresh notes folder and return the folder."""
+
+    def write(files: dict[str, str]) -> Path:
+        root = tmp_path / "notes"
+        for relative, text in files.items():
+            path = root / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        root.mkdir(exist_ok=True)
+        return root
+
+    return write
+
+
+@pytest.fixture
+def notes_dir(write_notes: Callable[[dict[str, str]], Path]) -> Path:
+    return write_notes(NOTES)
+
+
+@pytest.fixture
+def fake_store(tmp_path: Path, fake_embeddings: BagOfWordsEmbeddings, notes_dir: Path) -> Store:
+    """A real embedded Chroma store of the small notes, embedded with the fake model."""
+    from ragbrain.ingest import ingest
+
+    store = Store.open(tmp_path / "store", fake_embeddings, create=True)
+    ingest(notes_dir, store)
+    return store
+
+
+@pytest.fixture(scope="session")
+def minilm() -> Embeddings:
+    """The real all-MiniLM-L6-v2, loaded once for the whole session."""
+    from ragbrain.embeddings import default_embeddings
+
+    return default_embeddings()
+
+
+@pytest.fixture(scope="session")
+def sample_store_path(tmp_path_factory: pytest.TempPathFactory, minilm: Embeddings) -> Path:
+    """A store of the bundled sample notes built with the real model, once per session."""
+    from ragbrain.demo import sample_notes
+    from ragbrain.ingest import ingest
+
+    folder = tmp_path_factory.mktemp("sample-store")
+    ingest(sample_notes(), Store.open(folder, minilm, create=True))
+    return folder
