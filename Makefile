@@ -6,13 +6,12 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 # pip's notes about local package folders that do not exist on this machine are noise.
-QUIET_PIP := grep -v "is ignored: it is neither a file nor a directory" || true
+QUIET_PIP := { grep -v "is ignored: it is neither a file nor a directory" || true; }
 
 .PHONY: demo test lint bench install install-test clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip 2>&1 | $(QUIET_PIP)
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e . 2>&1 | $(QUIET_PIP)
@@ -39,7 +38,7 @@ lint: install-test
 	$(BIN)/mypy
 
 bench: install-test
-	$(BIN)/python benchmarks/run.py
+	$(BIN)/python -m benchmarks.run
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

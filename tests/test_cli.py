@@ -48,8 +48,23 @@ def test_query_prints_the_decisions(notes_dir: Path, tmp_path: Path) -> None:
         (["query", "   ", "--store", "{store}"], "query is empty"),
         (["query", "redis", "--k", "0", "--store", "{store}"], "k must be in 1..100"),
         (["ingest", "{tmp}/no-such-notes", "--store", "{store}"], "no such file or folder"),
+        (["query", "redis", "--k", "1000000", "--store", "{store}"], "k must be in 1..100"),
+        (["query", "redis " * 2500, "--store", "{store}"], "the limit is 10,000"),
+        (["query", "caf\udce9", "--store", "{store}"], "lone surrogate"),
+        (["query", "redis", "--server", "localhost:8000"], "must look like http://HOST:PORT"),
+        (["doctor", "--server", "ftp://x"], "must look like http://HOST:PORT"),
     ],
-    ids=["missing-store", "empty-query", "k0", "missing-notes"],
+    ids=[
+        "missing-store",
+        "empty-query",
+        "k0",
+        "missing-notes",
+        "k-million",
+        "huge-query",
+        "undecodable-argument",
+        "server-without-scheme",
+        "doctor-bad-server",
+    ],
 )
 def test_errors_exit_2_with_a_message(
     args: list[str], message: str, notes_dir: Path, tmp_path: Path
@@ -80,3 +95,33 @@ def test_graph_prints_mermaid() -> None:
         result.exit_code == 0
         and "assess_quality -. &nbsp;poor&nbsp; .-> fallback_search" in result.stdout
     )
+
+
+def test_absent_server_exits_1_within_the_deadline(tmp_path: Path) -> None:
+    import time
+
+    from ragbrain.embeddings import default_embeddings
+    from tests.chroma_server import free_port
+
+    default_embeddings()  # loaded once, so the timing below is the store's alone
+    start = time.monotonic()
+    result = runner.invoke(
+        app,
+        ["query", "redis", "--server", f"http://127.0.0.1:{free_port()}"],
+        env={"RAGBRAIN_DEADLINE": "1", "RAGBRAIN_RETRIES": "2"},
+    )
+    assert result.exit_code == 1
+    assert "failed after 3 attempt(s)" in result.stderr and "Traceback" not in result.output
+    assert time.monotonic() - start < 1.0 + 0.5
+
+
+def test_doctor_exit_codes(notes_dir: Path, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    runner.invoke(app, ["ingest", str(notes_dir), "--store", str(store)])
+    healthy = runner.invoke(app, ["doctor", "--store", str(store)])
+    assert healthy.exit_code == 0, healthy.output
+    assert "self-retrieval: 6/6 sampled chunks" in healthy.stdout
+    assert "no problems found" in healthy.stdout
+    missing = runner.invoke(app, ["doctor", "--store", str(tmp_path / "nowhere")])
+    assert missing.exit_code == 1
+    assert "problem reach" in missing.stdout and "fix: `ragbrain ingest" in missing.stdout

@@ -157,3 +157,20 @@ def test_front_matter_split() -> None:
     )
     assert split_front_matter("no front matter") == ({}, "no front matter")
     assert split_front_matter("---\nunclosed") == ({}, "---\nunclosed")
+
+
+def ten_thousand_chunks() -> str:
+    """A note that splits into over 10,000 chunks (each paragraph fills one)."""
+    return "# Huge\n\n" + "\n\n".join(f"p{i} " + "word " * 150 for i in range(10_050))
+
+
+def test_a_10000_chunk_file_is_skipped_by_size_by_default(tmp_path: Path, fake_embeddings) -> None:  # type: ignore[no-untyped-def]
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "huge.md").write_text(ten_thousand_chunks())
+    store = Store.open(tmp_path / "s", fake_embeddings, create=True)
+    report = ingest(root, store)
+    assert [s.reason for s in report.skipped] == [
+        f"too large ({(root / 'huge.md').stat().st_size:,} bytes > 2,000,000)"
+    ]
+    assert store.count() == 0

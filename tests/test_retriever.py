@@ -195,6 +195,11 @@ def test_graph_runs_nest_under_the_retriever_run(retriever: CorrectiveRetriever)
         ("redis", {"k": "3"}, "k must be an integer"),
         ("redis", {"type_filter": 3}, "type_filter must be"),
         ("redis", {"top_k": 3}, r"Unknown keyword argument\(s\) \['top_k'\]"),
+        ("redis " * 5000, {}, "query is 30,000 characters; the limit is 10,000"),
+        ("redis \ud800 cache", {}, r"lone surrogate \(U\+D800\) at position 6"),
+        ("redis", {"k": 10**6}, r"k must be in 1..100, got 1000000"),
+        ("redis", {"k": 2.5}, "k must be an integer"),
+        ("redis", {"type_filter": ["bug", ""]}, "type_filter must be"),
     ],
     ids=[
         "empty",
@@ -207,6 +212,11 @@ def test_graph_runs_nest_under_the_retriever_run(retriever: CorrectiveRetriever)
         "k-string",
         "bad-type-filter",
         "unknown-kwarg",
+        "huge",
+        "lone-surrogate",
+        "k-million",
+        "k-float",
+        "empty-type",
     ],
 )
 def test_bad_input_is_a_clear_value_error(
@@ -250,3 +260,53 @@ def test_works_inside_an_lcel_chain(retriever: CorrectiveRetriever) -> None:
 
     chain = retriever | RunnableLambda(format_docs)
     assert chain.invoke("stampede after a deploy").splitlines()[0] == "bug/cache.md"
+
+
+class BrokenEmbeddings(BagOfWordsEmbeddings):
+    """Embeds documents well but turns some queries into vectors that cannot be searched."""
+
+    def embed_query(self, text: str) -> list[float]:
+        if text == "dimension probe":
+            return super().embed_query(text)
+        if "nan" in text:
+            return [math.nan] * self.size
+        if "zero" in text:
+            return [0.0] * self.size
+        return [*super().embed_query(text), 1.0, 1.0]  # the wrong dimension
+
+
+@pytest.mark.parametrize(
+    ("query", "error", "match"),
+    [
+        ("nan please", InvalidInputError, "zero or not finite"),
+        ("zero please", InvalidInputError, "zero or not finite"),
+        ("short vector", StoreMismatchError, "dimension"),
+    ],
+    ids=["nan-vector", "zero-vector", "wrong-dimension"],
+)
+def test_unsearchable_query_vectors_are_clear_errors(
+    fake_store: Store, query: str, error: type[Exception], match: str
+) -> None:
+    broken = Store.open(fake_store.location, BrokenEmbeddings())
+    retriever = CorrectiveRetriever(graph=build_graph(broken))
+    with pytest.raises(error, match=match):
+        retriever.invoke(query)
+    assert broken.count() == fake_store.count()  # nothing written
+
+
+def test_control_characters_are_searched_not_refused(retriever: CorrectiveRetriever) -> None:
+    dirty = retriever.invoke("\x00\x07redis\x1b cache\r\n\tstampede\u200b\x7f")
+    clean = retriever.invoke("redis cache stampede")
+    assert dirty and [d.id for d in dirty] == [d.id for d in clean]
+
+
+@pytest.mark.parametrize(
+    "vectors",
+    [[[math.nan] * 64], [[0.0] * 64], [[1.0] * 16], []],
+    ids=["nan", "zero", "wrong-dimension", "missing"],
+)
+def test_bad_vectors_are_never_written(fake_store: Store, vectors: list[list[float]]) -> None:
+    before = fake_store.count()
+    with pytest.raises(InvalidInputError, match=r"vector|as many"):
+        fake_store.upsert(["x"], ["text"], [{"source": "x.md"}], vectors)
+    assert fake_store.count() == before

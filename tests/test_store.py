@@ -13,7 +13,8 @@ from ragbrain.errors import StoreMismatchError, StoreNotFoundError
 from ragbrain.store import COLLECTION, Store
 from tests.fakes import BagOfWordsEmbeddings
 
-WORDS = "redis cache postgres backup deploy alembic celery queue timeout helm s3 index".split()
+WORDS = ("redis", "cache", "postgres", "backup", "deploy", "alembic")
+WORDS += ("celery", "queue", "timeout", "helm", "s3", "index")
 
 
 def random_texts(n: int, seed: int = 7) -> list[str]:

@@ -6,12 +6,14 @@ from ragbrain.errors import (
     CriticLoadError,
     InvalidInputError,
     RagbrainError,
+    StoreLockedError,
     StoreMismatchError,
     StoreNotFoundError,
     StoreUnavailableError,
 )
 from ragbrain.factory import default_graph, open_graph
 from ragbrain.graph import build_graph
+from ragbrain.resilience import StorePolicy
 from ragbrain.retriever import CorrectiveRetriever
 from ragbrain.state import RETRIEVAL_KEY, RetrievalOutput
 from ragbrain.store import Store, default_store_path
@@ -26,8 +28,10 @@ __all__ = [
     "RetrievalContext",
     "RetrievalOutput",
     "Store",
+    "StoreLockedError",
     "StoreMismatchError",
     "StoreNotFoundError",
+    "StorePolicy",
     "StoreUnavailableError",
     "TransformerCritic",
     "build_graph",

@@ -12,8 +12,8 @@ from rich.console import Console
 from ragbrain.errors import InvalidInputError, RagbrainError
 
 app = typer.Typer(help="ragbrain: a corrective retriever for your notes.", no_args_is_help=True)
-out = Console()
-err = Console(stderr=True)
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
 
 StoreOption = Annotated[
     Path | None,
@@ -23,6 +23,19 @@ StoreOption = Annotated[
         show_default=False,
     ),
 ]
+
+
+# --- server mode (issue #6) ---
+ServerOption = Annotated[
+    str | None,
+    typer.Option(
+        "--server",
+        envvar="RAGBRAIN_SERVER",
+        help="A Chroma server, http://HOST:PORT, instead of --store [env: RAGBRAIN_SERVER].",
+        show_default=False,
+    ),
+]
+# --- end server mode ---
 
 
 def _fail(exc: Exception) -> typer.Exit:
@@ -43,15 +56,25 @@ def ingest(
     convert_space: Annotated[
         bool, typer.Option(help="Copy a non-cosine collection into a cosine one.")
     ] = False,
+    server: ServerOption = None,
 ) -> None:
     """Add, update and (with --prune, the default) remove notes in the store."""
     from ragbrain.embeddings import default_embeddings
     from ragbrain.ingest import ingest as run_ingest
     from ragbrain.progress import progress_reporter
+    from ragbrain.resilience import StorePolicy
     from ragbrain.store import Store
 
     try:
-        opened = Store.open(store, default_embeddings(), create=True, convert_space=convert_space)
+        policy = StorePolicy.from_env()
+        opened = Store.open(
+            store,
+            default_embeddings(),
+            create=True,
+            convert_space=convert_space,
+            server=server,
+            policy=policy,
+        )
         with progress_reporter(err, "embedding chunks") as progress:
             report = run_ingest(path, opened, type_=type_, prune=prune, progress=progress)
     except (RagbrainError, FileNotFoundError) as exc:
@@ -70,16 +93,21 @@ def query(
     k: Annotated[int | None, typer.Option("--k", help="Fixed depth (1-100).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     store: StoreOption = None,
-    critic: Annotated[
-        bool, typer.Option(help="Run the critic (when one is installed).")
-    ] = True,
+    critic: Annotated[bool, typer.Option(help="Run the critic (when one is installed).")] = True,
+    server: ServerOption = None,
 ) -> None:
     """Retrieve chunks for TEXT and show every decision the pipeline made."""
     from ragbrain.render import print_json, print_run
+    from ragbrain.resilience import StorePolicy
     from ragbrain.retriever import CorrectiveRetriever
 
     try:
-        retriever = CorrectiveRetriever.from_store(store, critic="default" if critic else None)
+        retriever = CorrectiveRetriever.from_store(
+            store,
+            critic="default" if critic else None,
+            server=server,
+            policy=StorePolicy.from_env(),
+        )
         output = retriever.run(text, k=k, type_filter=type_ or None)
     except RagbrainError as exc:
         raise _fail(exc) from exc
@@ -105,9 +133,229 @@ def demo(
         raise _fail(exc) from exc
 
 
+# --- doctor (issue #6) ---
+@app.command()
+def doctor(
+    store: StoreOption = None,
+    server: ServerOption = None,
+    sample: Annotated[int, typer.Option(help="Chunks to test for self-retrieval.")] = 20,
+) -> None:
+    """Check a store: space, dimension, model, counts, self-retrieval, lexical index."""
+    from ragbrain.doctor import diagnose
+    from ragbrain.embeddings import default_embeddings
+    from ragbrain.resilience import StorePolicy
+
+    try:
+        policy = StorePolicy.from_env()
+        findings = diagnose(
+            store, server=server, embeddings=default_embeddings(), policy=policy, sample=sample
+        )
+    except RagbrainError as exc:
+        raise _fail(exc) from exc
+    for finding in findings:
+        mark = "[green]ok[/]     " if finding.ok else "[red]problem[/]"
+        out.print(f"{mark} {finding.check}: {finding.message}", highlight=False)
+        if finding.fix:
+            out.print(f"        fix: {finding.fix}", highlight=False)
+    problems = sum(not f.ok for f in findings)
+    out.print(f"{problems} problem(s)" if problems else "no problems found", highlight=False)
+    if problems:
+        raise typer.Exit(1)
+
+
+# --- end doctor ---
+
+
 @app.command()
 def graph() -> None:
     """Print the pipeline as a Mermaid diagram."""
     from ragbrain.diagram import mermaid
 
     sys.stdout.write(mermaid() + "\n")
+
+
+# --- evaluation and calibration (issue #4) ---
+
+
+@app.command("eval")
+def eval_(
+    *,
+    data: Annotated[Path, typer.Option("--data", help="A BEIR-layout data set folder.")],
+    split: Annotated[str, typer.Option(help="The qrels split to evaluate.")] = "test",
+    config: Annotated[
+        list[str] | None, typer.Option("--config", help="Only these configurations (repeatable).")
+    ] = None,
+    critic: Annotated[
+        Path | None, typer.Option("--critic", help="Critic folder [default: the shipped one].")
+    ] = None,
+    limit: Annotated[int | None, typer.Option(help="Only the first N queries.")] = None,
+    types: Annotated[
+        int, typer.Option("--types", help="Topic types of the type-filter scenario (0: skip it).")
+    ] = 8,
+    wrong_share: Annotated[float, typer.Option(help="Share of queries given a wrong type.")] = 0.5,
+    out_dir: Annotated[Path, typer.Option("--out", help="Results folder.")] = Path("eval-results"),
+    gate: Annotated[
+        float | None, typer.Option(help="Gate threshold [default: the package default].")
+    ] = None,
+) -> None:
+    """Evaluate the retriever configurations on a BEIR split: quality, behaviour, latency."""
+    from ragbrain.context import RetrievalContext
+    from ragbrain.embeddings import default_embeddings
+    from ragbrain.evaluation.evaluate import EvalOptions, eval_critic, evaluate, stage_reporter
+    from ragbrain.evaluation.report import markdown_table
+
+    options = EvalOptions(
+        split=split,
+        configs=config or None,
+        limit=limit,
+        type_scenario=types > 0,
+        n_types=max(types, 2),
+        wrong_share=wrong_share,
+        out=out_dir,
+    )
+    try:
+        with stage_reporter(err) as reporter:
+            base = RetrievalContext() if gate is None else RetrievalContext(gate_threshold=gate)
+            critic_ = eval_critic(critic)
+            payload = evaluate(data, options, default_embeddings(), critic_, reporter, base=base)
+    except RagbrainError as exc:
+        raise _fail(exc) from exc
+    out.print(markdown_table(payload["summary"]), highlight=False)
+    stem = out_dir / f"{payload['dataset']}-{payload['split']}"
+    out.print(f"wrote {stem}.json, {stem}.md, {stem}.png", highlight=False)
+
+
+@app.command()
+def calibrate(
+    *,
+    data: Annotated[
+        Path | None, typer.Option("--data", help="A labelled BEIR-layout folder.")
+    ] = None,
+    split: Annotated[str, typer.Option(help="Labelled split (dev or train).")] = "train",
+    store: StoreOption = None,
+    samples: Annotated[
+        int, typer.Option(help="Queries (labelled) or chunks (self-supervised) to use.")
+    ] = 300,
+    write: Annotated[bool, typer.Option(help="Write the threshold into --store.")] = True,
+    out_dir: Annotated[Path, typer.Option("--out", help="Results folder.")] = Path("eval-results"),
+) -> None:
+    """Choose the gate threshold: from labelled --data, else self-supervised from --store."""
+    from ragbrain.embeddings import default_embeddings
+    from ragbrain.evaluation.calibrate_run import run_calibration
+    from ragbrain.evaluation.evaluate import stage_reporter
+
+    try:
+        with stage_reporter(err) as reporter:
+            result = run_calibration(
+                data,
+                split,
+                store,
+                default_embeddings(),
+                samples=samples,
+                out=out_dir,
+                reporter=reporter,
+                write=write,
+            )
+    except RagbrainError as exc:
+        raise _fail(exc) from exc
+    out.print(result.summary(), highlight=False)
+
+
+# --- end evaluation and calibration ---
+
+
+# --- critic: `ragbrain critic train|eval` (Tiny-Critic, issue #3) --------------------------------
+critic_app = typer.Typer(help="Train and evaluate the relevance critic.", no_args_is_help=True)
+app.add_typer(critic_app, name="critic")
+
+
+@critic_app.command("train")
+def critic_train(
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder to write the critic to.")],
+    data: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--data", help="A BEIR folder's train split; DIR@SPLIT another non-test split."
+        ),
+    ] = None,
+    from_corpus: Annotated[
+        Path | None,
+        typer.Option("--from-corpus", help="A folder of notes: train on pseudo-queries."),
+    ] = None,
+    exclude_test_docs: Annotated[
+        bool, typer.Option(help="Drop documents that are relevant in each folder's test split.")
+    ] = False,
+    epochs: Annotated[int | None, typer.Option(help="Training epochs [default: recipe].")] = None,
+    max_queries: Annotated[
+        int | None, typer.Option(help="Queries sampled per data set [default: recipe].")
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="Random seed [default: recipe].")] = None,
+) -> None:
+    """Fine-tune a small cross-encoder critic on (query, chunk, label) pairs and calibrate it."""
+    from ragbrain.critic.cli import run_train
+
+    try:
+        run_train(out_dir, data or [], from_corpus, exclude_test_docs, epochs, max_queries, seed)
+    except RagbrainError as exc:
+        raise _fail(exc) from exc
+
+
+@critic_app.command("eval")
+def critic_eval(
+    data: Annotated[list[Path], typer.Option("--data", help="A BEIR folder (repeatable).")],
+    split: Annotated[str, typer.Option(help="The split to judge.")] = "test",
+    critic_dir: Annotated[
+        Path | None, typer.Option("--critic", help="Critic folder [default: the shipped one].")
+    ] = None,
+    out_dir: Annotated[
+        Path, typer.Option("--out", help="Where the table, JSON and PNG go.")
+    ] = Path("critic-eval"),
+    k: Annotated[int, typer.Option("--k", help="Dense candidates per query.")] = 10,
+    max_queries: Annotated[
+        int | None, typer.Option(help="Judge a seeded sample of this many queries.")
+    ] = None,
+) -> None:
+    """Judge the retriever's top-k candidates with the critic and three simple filters."""
+    from ragbrain.critic.cli import run_eval
+
+    try:
+        run_eval(data, split, critic_dir, out_dir, k, max_queries)
+    except RagbrainError as exc:
+        raise _fail(exc) from exc
+
+
+# --- end critic -------------------------------------------------------------------------------
+
+
+# --- MCP server: `ragbrain mcp` (issue #7) -----------------------------------------------------
+
+
+@app.command()
+def mcp(
+    store: StoreOption = None,
+    allow: Annotated[
+        list[Path] | None,
+        typer.Option("--allow", help="A folder the ingest tool may read (repeatable)."),
+    ] = None,
+    critic: Annotated[bool, typer.Option(help="Run the critic (when one is installed).")] = True,
+) -> None:
+    """Serve search, ingest and stats to AI coding agents over MCP (stdio).
+
+    stdout carries only protocol messages; logs go to stderr. The models load once, in the
+    background as the server starts; a call that arrives earlier waits for them.
+    """
+    import logging
+
+    from ragbrain.mcp_server import RagbrainService, serve
+
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s: %(message)s"
+    )
+    try:
+        service = RagbrainService(store, allowed=allow or [], critic="default" if critic else None)
+    except RagbrainError as exc:
+        raise _fail(exc) from exc
+    serve(service)
+
+
+# --- end MCP server ----------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from ragbrain.errors import InvalidInputError
 from ragbrain.inputs import check_k
@@ -57,6 +57,9 @@ DEFAULT_MARKERS: tuple[str, ...] = ENGLISH_MARKERS + JAPANESE_MARKERS + THAI_MAR
 
 DEFAULT_GATE_THRESHOLD = 0.55
 
+SearchMode = Literal["dense", "hybrid"]
+SEARCH_MODES: tuple[SearchMode, ...] = ("dense", "hybrid")
+
 
 @dataclass(frozen=True)
 class RetrievalContext:
@@ -105,6 +108,24 @@ class RetrievalContext:
         metadata={"description": "Fixed number of chunks; None lets the query choose (adaptive)."},
     )
 
+    search_mode: SearchMode = field(
+        default="hybrid",
+        metadata={
+            "description": "'hybrid' fuses BM25 and vector hits (reciprocal rank fusion); "
+            "'dense' is vector search only. Either way, a 'poor' verdict adds a lexical rescue "
+            "to the fallback. Needs the store's lexical index (a graph without one is dense)."
+        },
+    )
+
+    dense_languages: tuple[str, ...] | None = field(
+        default=None,
+        metadata={
+            "description": "Query languages ('en', 'ja', 'th', 'other', 'none') whose dense "
+            "ranking counts in hybrid fusion; for others BM25's order stands. None: only "
+            "English for the English-only default model, every language for other models."
+        },
+    )
+
     def __post_init__(self) -> None:
         """Refuse settings that would make the pipeline misbehave, naming the field."""
         if not 0.0 <= self.gate_threshold <= 2.0:
@@ -125,6 +146,10 @@ class RetrievalContext:
                 f"critic_threshold must be in [0, 1] or None, got {self.critic_threshold}."
             )
         check_k(self.k)
+        if self.search_mode not in SEARCH_MODES:
+            raise InvalidInputError(
+                f"search_mode must be one of {SEARCH_MODES}, got {self.search_mode!r}."
+            )
 
 
 def context_of(runtime: Runtime[RetrievalContext]) -> RetrievalContext:

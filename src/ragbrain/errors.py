@@ -23,5 +23,9 @@ class StoreUnavailableError(RagbrainError, RuntimeError):
     """The vector store could not be reached or did not answer in time."""
 
 
+class StoreLockedError(StoreUnavailableError):
+    """Another process is writing to the same embedded store."""
+
+
 class CriticLoadError(RagbrainError, RuntimeError):
     """A critic folder is missing, incomplete, corrupt or not safetensors."""

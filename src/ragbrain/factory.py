@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Literal
 from ragbrain.critic import Critic, TransformerCritic, default_critic_path
 from ragbrain.errors import CriticLoadError, StoreNotFoundError
 from ragbrain.graph import build_graph
+from ragbrain.resilience import StorePolicy
 from ragbrain.store import Store, default_store_path
 
 if TYPE_CHECKING:
@@ -54,19 +55,27 @@ def open_graph(
     critic: CriticChoice = "default",
     on_critic_error: OnCriticError = "raise",
     convert_space: bool = False,
+    server: str | None = None,
+    policy: StorePolicy | None = None,
 ) -> Graph:
-    """Open the store in ``path`` and compile the graph over it with the chosen critic.
+    """Open the store in ``path`` (or on ``server``, ``http://HOST:PORT``) and compile the
+    graph over it with the chosen critic; ``policy`` sets the store calls' deadline and retries.
+    The store's lexical index (for hybrid search) is opened beside it, rebuilt if stale.
 
     Raises:
-        StoreNotFoundError, StoreMismatchError, CriticLoadError.
+        StoreNotFoundError, StoreMismatchError, StoreUnavailableError, CriticLoadError.
     """
     if embeddings is None:
         from ragbrain.embeddings import default_embeddings
 
         embeddings = default_embeddings()
-    store = Store.open(path, embeddings, convert_space=convert_space)
+    store = Store.open(path, embeddings, convert_space=convert_space, server=server, policy=policy)
     chosen, off_reason = resolve_critic(critic, on_critic_error)
-    return build_graph(store, chosen, critic_off_reason=off_reason)
+    from ragbrain.lexical.sync import LexicalSearcher
+
+    # The lexical index is checked against the store and brought in step if it lags.
+    lexical = LexicalSearcher(store)
+    return build_graph(store, chosen, critic_off_reason=off_reason, lexical=lexical)
 
 
 def default_graph() -> Graph:

@@ -17,13 +17,18 @@ from ragbrain.state import RetrievalInput, RetrievalOutput, RetrievalState
 
 if TYPE_CHECKING:
     from ragbrain.critic.base import Critic
+    from ragbrain.lexical.sync import LexicalSearcher
     from ragbrain.store import Store
 
 Graph = CompiledStateGraph[RetrievalState, RetrievalContext, RetrievalInput, RetrievalOutput]
 
 
 def build_graph(
-    store: Store, critic: Critic | None = None, *, critic_off_reason: str = "no critic configured"
+    store: Store,
+    critic: Critic | None = None,
+    *,
+    critic_off_reason: str = "no critic configured",
+    lexical: LexicalSearcher | None = None,
 ) -> Graph:
     """Compile the corrective retrieval graph over ``store``.
 
@@ -34,6 +39,8 @@ def build_graph(
         store: The opened store the searches read.
         critic: Scores chunks in ``critic_filter``; None keeps every chunk and says so.
         critic_off_reason: What the trace says when ``critic`` is None.
+        lexical: The store's lexical index (``ragbrain.lexical.LexicalSearcher``), for hybrid
+            search and the lexical rescue; None searches by vectors only.
 
     Returns:
         The compiled graph. Invoke it with ``{"query": ..., "type_filter": ...}`` and
@@ -46,9 +53,9 @@ def build_graph(
         output_schema=RetrievalOutput,
     )
     builder.add_node(choose_depth)
-    builder.add_node("vector_search", make_vector_search(store))
+    builder.add_node("vector_search", make_vector_search(store, lexical))
     builder.add_node(assess_quality)
-    builder.add_node("fallback_search", make_fallback_search(store))
+    builder.add_node("fallback_search", make_fallback_search(store, lexical))
     builder.add_node("critic_filter", make_critic_filter(critic, critic_off_reason))
 
     builder.add_edge(START, "choose_depth")

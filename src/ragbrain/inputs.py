@@ -8,18 +8,32 @@ from typing import Any
 from ragbrain.errors import InvalidInputError
 
 MAX_K = 100
+MAX_QUERY_CHARS = 10_000  # the model reads ~256 tokens; more is a mistake, not a question
 
 
 def check_query(query: Any) -> str:
     """A non-empty string query, returned unchanged.
 
     Raises:
-        InvalidInputError: The query is not a string or holds only whitespace.
+        InvalidInputError: The query is not a string, holds only whitespace, is longer than
+            ``MAX_QUERY_CHARS`` or holds a lone surrogate.
     """
     if not isinstance(query, str):
         raise InvalidInputError(f"query must be a string, got {type(query).__name__}.")
     if not query.strip():
         raise InvalidInputError("query is empty; pass the text to search for.")
+    if len(query) > MAX_QUERY_CHARS:
+        raise InvalidInputError(
+            f"query is {len(query):,} characters; the limit is {MAX_QUERY_CHARS:,} "
+            "(the embedding model reads only the first ~256 tokens)."
+        )
+    try:
+        query.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate, e.g. from undecodable bytes
+        raise InvalidInputError(
+            f"query holds a lone surrogate (U+{ord(query[exc.start]):04X}) at position "
+            f"{exc.start}, which is not valid text; decode the input with errors='replace'."
+        ) from None
     return query
 
 

@@ -19,6 +19,7 @@ from ragbrain.context import DEFAULT_GATE_THRESHOLD, RetrievalContext
 from ragbrain.errors import InvalidInputError
 from ragbrain.factory import CriticChoice, OnCriticError, open_graph
 from ragbrain.inputs import check_k, check_query, check_types
+from ragbrain.resilience import StorePolicy
 from ragbrain.state import RetrievalInput, RetrievalOutput
 from ragbrain.store import Store
 
@@ -63,9 +64,11 @@ class CorrectiveRetriever(BaseRetriever):
         critic: CriticChoice = "default",
         on_critic_error: OnCriticError = "raise",
         convert_space: bool = False,
+        server: str | None = None,
+        policy: StorePolicy | None = None,
         **fields: Any,
     ) -> CorrectiveRetriever:
-        """Build the retriever over a store folder in one line.
+        """Build the retriever over a store folder (or a Chroma server) in one line.
 
         Args:
             path: The store folder; None is ``$RAGBRAIN_STORE`` or the default location.
@@ -74,10 +77,12 @@ class CorrectiveRetriever(BaseRetriever):
                 a ``Critic`` object, or None for no critic.
             on_critic_error: ``"raise"`` a ``CriticLoadError`` or ``"disable"`` the critic.
             convert_space: Copy a non-cosine collection into a cosine one instead of failing.
+            server: ``http://HOST:PORT`` of a Chroma server to use instead of ``path``.
+            policy: Deadline and retries of every store call (``StorePolicy``).
             **fields: ``context``, ``k``, ``type_filter`` and other retriever fields.
 
         Raises:
-            StoreNotFoundError, StoreMismatchError, CriticLoadError.
+            StoreNotFoundError, StoreMismatchError, StoreUnavailableError, CriticLoadError.
         """
         graph = open_graph(
             path,
@@ -85,14 +90,26 @@ class CorrectiveRetriever(BaseRetriever):
             critic=critic,
             on_critic_error=on_critic_error,
             convert_space=convert_space,
+            server=server,
+            policy=policy,
         )
         # A threshold written by `ragbrain calibrate` replaces the default gate, unless the
         # caller's context sets another one.
         context = fields.get("context") or RetrievalContext()
-        calibrated = Store.read_gate_threshold(path)
+        calibrated = Store.read_gate_threshold(path, server=server, policy=policy)
         if calibrated is not None and context.gate_threshold == DEFAULT_GATE_THRESHOLD:
             fields["context"] = dataclasses.replace(context, gate_threshold=calibrated)
         return cls(graph=graph, **fields)
+
+    @classmethod
+    def from_server(cls, url: str, **kwargs: Any) -> CorrectiveRetriever:
+        """``from_store(server=url, ...)``: the retriever over a Chroma server (``chroma run``).
+
+        Every store call then has a deadline and retries transient failures (``policy=``);
+        when they run out, ``StoreUnavailableError`` reaches the caller, and the same
+        retriever works again once the server is back.
+        """
+        return cls.from_store(None, server=url, **kwargs)
 
     def _prepare(
         self, query: Any, kwargs: dict[str, Any]

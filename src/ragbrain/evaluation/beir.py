@@ -99,6 +99,16 @@ def read_qrels(path: Path) -> dict[str, dict[str, int]]:
     return qrels
 
 
+def _line_of(path: Path, column: int, value: str) -> int:
+    """The first line of a qrels file whose ``column`` holds ``value`` (for error messages)."""
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            fields = line.rstrip("\n").split("\t")
+            if len(fields) > column and fields[column] == value:
+                return number
+    return 0
+
+
 def load_split(folder: str | Path, split: str) -> Split:
     """Load a BEIR folder's corpus and one split's queries and judgements.
 
@@ -119,14 +129,14 @@ def load_split(folder: str | Path, split: str) -> Split:
     missing_q = sorted(q for q in qrels if q not in all_queries)
     if missing_q:
         raise DataSetError(
-            f"{qrels_path}: {len(missing_q)} query ids are not in queries.jsonl "
-            f"(first: {missing_q[0]!r})."
+            f"{qrels_path}:{_line_of(qrels_path, 0, missing_q[0])}: {len(missing_q)} query ids "
+            f"are not in queries.jsonl (first: {missing_q[0]!r})."
         )
     missing_d = sorted({d for docs in qrels.values() for d in docs if d not in corpus})
     if missing_d:
         raise DataSetError(
-            f"{qrels_path}: {len(missing_d)} corpus ids are not in corpus.jsonl "
-            f"(first: {missing_d[0]!r})."
+            f"{qrels_path}:{_line_of(qrels_path, 1, missing_d[0])}: {len(missing_d)} corpus ids "
+            f"are not in corpus.jsonl (first: {missing_d[0]!r})."
         )
     queries = {q: all_queries[q] for q in qrels}
     return Split(root.name, root, split, corpus, queries, qrels)

@@ -63,34 +63,43 @@ def ingest(
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
+        StoreLockedError: Another process is ingesting into the same store folder.
+        StoreUnavailableError: The store's server stayed unreachable past the deadline.
     """
     root, notes, skipped = find_notes(Path(path), type_, max_bytes)
     for item in skipped:
         log.warning("Skipped %s: %s", item.path, item.reason)
     report = IngestReport(root=root, files=len(notes), skipped=skipped)
-    existing = store.ids_by_source(str(root))
+    # One writer at a time: a second `ragbrain ingest` on the same folder fails at once
+    # with StoreLockedError instead of interleaving its writes and deletes with ours.
+    with store.writing():
+        existing = store.ids_by_source(str(root))
 
-    wanted: dict[str, set[str]] = {}
-    to_write: list[Chunk] = []
-    for note in notes:
-        chunks = chunk_note(note)
-        ids = {c.id for c in chunks}
-        wanted[note.source] = ids
-        have = existing.get(note.source, set())
-        to_write += [c for c in chunks if c.id not in have]
-        report.unchanged += len(ids & have)
+        wanted: dict[str, set[str]] = {}
+        to_write: list[Chunk] = []
+        for note in notes:
+            chunks = chunk_note(note)
+            ids = {c.id for c in chunks}
+            wanted[note.source] = ids
+            have = existing.get(note.source, set())
+            to_write += [c for c in chunks if c.id not in have]
+            report.unchanged += len(ids & have)
 
-    _write(store, to_write, progress)
-    report.added = len(to_write)
+        _write(store, to_write, progress)
+        report.added = len(to_write)
 
-    stale: list[str] = []
-    for source, ids in existing.items():
-        if source in wanted:
-            stale += sorted(ids - wanted[source])
-        elif prune and Path(path).is_dir():
-            stale += sorted(ids)
-    store.delete(stale)
-    report.deleted = len(stale)
+        stale: list[str] = []
+        for source, ids in existing.items():
+            if source in wanted:
+                stale += sorted(ids - wanted[source])
+            elif prune and Path(path).is_dir():
+                stale += sorted(ids)
+        store.delete(stale)
+        report.deleted = len(stale)
+        # The lexical index (hybrid search) follows: new chunks tokenized, stale ones dropped.
+        from ragbrain.lexical.sync import sync_lexical
+
+        sync_lexical(store)
     return report
 
 

@@ -1,4 +1,4 @@
-"""fallback_search: on a poor verdict, search again across every type and merge."""
+"""fallback_search: on a poor verdict, search again across every type (and lexically) and merge."""
 
 from __future__ import annotations
 
@@ -6,11 +6,12 @@ from typing import TYPE_CHECKING, Any
 
 from langgraph.runtime import Runtime
 
-from ragbrain.context import RetrievalContext
+from ragbrain.context import RetrievalContext, context_of
 from ragbrain.nodes import Node
 from ragbrain.state import Hit, RetrievalState
 
 if TYPE_CHECKING:
+    from ragbrain.lexical.sync import LexicalSearcher
     from ragbrain.store import Store
 
 
@@ -24,21 +25,69 @@ def merge_hits(first: list[Hit], second: list[Hit], limit: int) -> list[Hit]:
     return sorted(by_id.values(), key=lambda h: h["distance"])[:limit]
 
 
-def make_fallback_search(store: Store) -> Node:
-    """Bind the store into the ``fallback_search`` node."""
+def make_fallback_search(store: Store, lexical: LexicalSearcher | None = None) -> Node:
+    """Bind the store (and the lexical index, for the lexical rescue) into ``fallback_search``.
+
+    The rungs: without the type filter (when there was one), and, with a lexical index, a
+    BM25 rescue across every type (in hybrid mode the type-free search already includes it).
+    With a lexical rung the lists are fused by reciprocal rank fusion, the first search's
+    order counting as one ranking; without one, they merge by distance as before.
+    """
 
     def fallback_search(
         state: RetrievalState, runtime: Runtime[RetrievalContext]
     ) -> dict[str, Any]:
-        if not state.get("type_filter"):
-            note = "fallback skipped: the first search already covered every type"
-            return {"fallback": False, "notes": [note]}
-        found = store.search(state["query"], state["depth"], None)
-        rescued = [Hit(**{**hit, "from_fallback": True}) for hit in found]
-        merged = merge_hits(state["hits"], rescued, state["depth"])
+        query, depth, types = state["query"], state["depth"], state.get("type_filter")
+        hybrid = context_of(runtime).search_mode == "hybrid" and lexical is not None
+        if lexical is None or (hybrid and not types):
+            if not types:
+                note = "fallback skipped: the first search already covered every type"
+                if hybrid:
+                    note += " and searched lexically"
+                return {"fallback": False, "notes": [note]}
+            found = store.search(query, depth, None)
+            rescued = [Hit(**{**hit, "from_fallback": True}) for hit in found]
+            merged = merge_hits(state["hits"], rescued, depth)
+            rungs = "without the type filter"
+        else:
+            from ragbrain.lexical.fusion import (
+                CANDIDATES,
+                dense_trusted,
+                fuse_hits,
+                hybrid_search,
+            )
+
+            rankings: list[list[Hit] | list[str]] = [state["hits"]]
+            rung_names = []
+            if types:
+                wide = (
+                    hybrid_search(
+                        store,
+                        lexical.index,
+                        query,
+                        depth,
+                        trust_dense=dense_trusted(
+                            store, query, context_of(runtime).dense_languages
+                        ),
+                    )[0]
+                    if hybrid
+                    else store.search(query, depth, None)
+                )
+                rankings.append([Hit(**{**hit, "from_fallback": True}) for hit in wide])
+                rung_names.append("without the type filter")
+            if not hybrid:
+                matches = lexical.index.search(query, max(depth, CANDIDATES))
+                rankings.append([match.id for match in matches])
+                rung_names.append(f"lexical rescue ({len(matches)} BM25 hits)")
+            first_ids = {hit["id"] for hit in state["hits"]}
+            merged = [
+                hit if hit["id"] in first_ids else Hit(**{**hit, "from_fallback": True})
+                for hit in fuse_hits(store, query, rankings, depth)
+            ]
+            rungs = " + ".join(rung_names)
         first_ids = {hit["id"] for hit in state["hits"]}
         new = sum(hit["id"] not in first_ids for hit in merged)
-        note = f"fallback search without the type filter: {new} new of {len(merged)} kept"
+        note = f"fallback search {rungs}: {new} new of {len(merged)} kept"
         return {"hits": merged, "fallback": True, "notes": [note]}
 
     return fallback_search

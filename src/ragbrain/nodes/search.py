@@ -1,4 +1,4 @@
-"""vector_search: the first search, with the caller's type filter."""
+"""vector_search: the first search, with the caller's type filter (dense, or fused with BM25)."""
 
 from __future__ import annotations
 
@@ -6,25 +6,41 @@ from typing import TYPE_CHECKING, Any
 
 from langgraph.runtime import Runtime
 
-from ragbrain.context import RetrievalContext
+from ragbrain.context import RetrievalContext, context_of
 from ragbrain.nodes import Node
 from ragbrain.state import RetrievalState
 
 if TYPE_CHECKING:
+    from ragbrain.lexical.sync import LexicalSearcher
     from ragbrain.store import Store
 
 
-def make_vector_search(store: Store) -> Node:
-    """Bind the store into the ``vector_search`` node."""
+def make_vector_search(store: Store, lexical: LexicalSearcher | None = None) -> Node:
+    """Bind the store (and the lexical index, for hybrid search) into the ``vector_search`` node.
+
+    In ``hybrid`` mode the node fuses dense and BM25 hits; every hit still carries its cosine
+    distance, so the gate that follows reads the same kind of number in either mode.
+    """
 
     def vector_search(state: RetrievalState, runtime: Runtime[RetrievalContext]) -> dict[str, Any]:
         types = state.get("type_filter")
-        hits = store.search(state["query"], state["depth"], types)
         scope = f"type in {types}" if types else "all types"
-        return {
-            "hits": hits,
-            "fallback": False,
-            "notes": [f"vector search ({scope}): {len(hits)} hits"],
-        }
+        context = context_of(runtime)
+        if context.search_mode == "hybrid" and lexical is not None:
+            from ragbrain.lexical.fusion import dense_trusted, hybrid_search
+
+            trust = dense_trusted(store, state["query"], context.dense_languages)
+            hits, lexical_only = hybrid_search(
+                store, lexical.index, state["query"], state["depth"], types, trust_dense=trust
+            )
+            note = f"hybrid search ({scope}): {len(hits)} hits, {lexical_only} found by BM25 only"
+            if not trust:
+                note += "; the query's language is not the model's, so BM25's order stands"
+            return {"hits": hits, "fallback": False, "notes": [note]}
+        hits = store.search(state["query"], state["depth"], types)
+        note = f"vector search ({scope}): {len(hits)} hits"
+        if context_of(runtime).search_mode == "hybrid":
+            note += " (hybrid asked, but this graph has no lexical index)"
+        return {"hits": hits, "fallback": False, "notes": [note]}
 
     return vector_search

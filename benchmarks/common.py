@@ -1,0 +1,153 @@
+"""Shared pieces of the speed benchmarks: synthetic stores, real queries, timing, results files."""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ragbrain.evaluation.beir import cache_root
+from ragbrain.evaluation.metrics import percentile
+from ragbrain.evaluation.report import machine, write_atomic, write_json
+
+if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
+
+    from ragbrain.store import Store
+
+RESULTS = Path(__file__).parent / "results"
+DIMENSION = 384
+#: Type shares of the synthetic chunks: common, mid-sized and rare types.
+TYPE_SHARES = {"note": 0.4, "bug": 0.3, "decision": 0.2, "howto": 0.09, "lesson": 0.01}
+WORDS = [
+    "backup",
+    "cache",
+    "deploy",
+    "redis",
+    "postgres",
+    "timeout",
+    "migration",
+    "alembic",
+    "helm",
+    "rollback",
+    "worker",
+    "queue",
+    "celery",
+    "invoice",
+    "customer",
+    "payment",
+    "export",
+    "latency",
+    "index",
+    "vacuum",
+    "replica",
+    "failover",
+    "alert",
+    "dashboard",
+    "token",
+    "rotation",
+    "schema",
+    "lock",
+    "retry",
+    "budget",
+    "incident",
+    "review",
+    "release",
+]
+
+#: Real questions, embedded by the real model on every side of a comparison.
+QUERIES = (
+    "why did the nightly backup fail",
+    "how do we roll back a helm release",
+    "what caused the redis cache stampede after the deploy",
+    "compare alembic migrations and raw sql scripts",
+    "which timeout do reporting queries need",
+    "duplicate payment reminder emails after a worker restart",
+    "how to rotate the jwt signing key without logging everyone out",
+    "memory leak in the pdf export worker",
+    "difference between the staging and production deploy pipelines",
+    "what did we decide about one database per service",
+    "celery beat scheduled the nightly jobs twice",
+    "csv export garbled non-ascii customer names in excel",
+    "connection pool exhausted during month end reporting",
+    "rate limiter blocked customers behind a shared nat",
+    "flaky ci test caused by unordered set iteration",
+    "liveness probe restarted every api pod",
+    "how do we cache dashboard aggregates",
+    "timezone bug in invoice due dates",
+    "search missed customers with accented names",
+    "why was the invoices table locked during a migration",
+)
+
+
+def say(text: str) -> None:
+    """Progress on stderr, so stdout stays the result."""
+    print(text, file=sys.stderr, flush=True)
+
+
+def synthetic_store(size: int, embeddings: Embeddings, seed: int = 0) -> Store:
+    """A cached store of ``size`` synthetic chunks: random unit vectors, word-salad texts,
+    types drawn with ``TYPE_SHARES``. Built once per size under the cache folder."""
+    import numpy
+
+    from ragbrain.store import Store
+
+    folder = cache_root() / "bench" / f"synthetic-{size}-seed{seed}"
+    store = Store.open(folder, embeddings, create=True)
+    if (folder / "complete.json").is_file():
+        return store
+    rng = random.Random(seed)
+    types, weights = list(TYPE_SHARES), list(TYPE_SHARES.values())
+    done = store.count()
+    for start in range(done, size, 1000):
+        ids = [f"chunk-{i}" for i in range(start, min(start + 1000, size))]
+        block = numpy.random.default_rng(seed * 1_000_003 + start).standard_normal(
+            (len(ids), DIMENSION)
+        )
+        vectors = (block / numpy.linalg.norm(block, axis=1, keepdims=True)).tolist()
+        texts = [" ".join(rng.choices(WORDS, k=40)) for _ in ids]
+        chosen = rng.choices(types, weights, k=len(ids))
+        metadatas = [
+            {"source": f"s{i // 4}.md", "root": "bench", "type": t, "chunk": 0, "title": ""}
+            for i, t in zip(range(start, start + len(ids)), chosen, strict=True)
+        ]
+        store.upsert(ids, texts, metadatas, vectors)
+        if (start // 1000) % 10 == 0:
+            say(f"  synthetic store {size}: {start + len(ids)}/{size}")
+    (folder / "complete.json").write_text(json.dumps({"chunks": size}), encoding="utf-8")
+    return store
+
+
+def timed(function: Callable[[], object]) -> float:
+    """Seconds one call takes."""
+    start = time.perf_counter()
+    function()
+    return time.perf_counter() - start
+
+
+def stats(seconds: Sequence[float]) -> dict[str, float]:
+    """p50 and p95 in milliseconds, and the count."""
+    ms = [s * 1000 for s in seconds]
+    return {"p50_ms": percentile(ms, 50), "p95_ms": percentile(ms, 95), "n": float(len(ms))}
+
+
+def forget_queries(store: Store) -> None:
+    """Empty the store's query-embedding cache so every side embeds each query afresh."""
+    cache_clear = getattr(getattr(store, "_embed_query", None), "cache_clear", None)
+    if callable(cache_clear):
+        cache_clear()
+
+
+def save(name: str, payload: dict[str, Any], markdown: str) -> None:
+    """Write ``results/<name>.json`` and ``.md`` atomically, with the machine they ran on."""
+    command = " ".join([f"python -m benchmarks.{Path(sys.argv[0]).stem}", *sys.argv[1:]])
+    payload = {**payload, "machine": machine(), "command": command}
+    write_json(RESULTS / f"{name}.json", payload)
+    m = payload["machine"]
+    footer = f"\nMachine: {m['cpu']}, {m['cores']} cores; command: `{payload['command']}`\n"
+    write_atomic(RESULTS / f"{name}.md", markdown + footer)
+    say(f"wrote {RESULTS / name}.json and .md")

@@ -1,0 +1,108 @@
+"""Type-filtered vs unfiltered search at 100k chunks: Chroma's ``where`` vs ``Store.search``.
+
+The query vectors are embedded once, beforehand (the embedding cost is the same on every side
+and is not what this measures). Types are drawn with shares from 40% down to 1%, so the rare
+type shows the slow path of over-fetching (too few of that type among the nearest chunks).
+
+    python -m benchmarks.filter_speed [--size 100000] [--rounds 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from benchmarks.common import QUERIES, TYPE_SHARES, save, say, stats, synthetic_store, timed
+from ragbrain.embeddings import default_embeddings
+from ragbrain.store import Store
+from ragbrain.type_index import TypeIndex
+
+if TYPE_CHECKING:
+    from chromadb.api.types import Include, Where
+
+K = 10
+
+
+def chroma_query(
+    store: Store, vector: Sequence[float], where: Where | None
+) -> Callable[[], object]:
+    """A raw Chroma query, as the issue author measured it."""
+    embeddings: list[Sequence[float]] = [vector]
+    include: Include = ["documents", "metadatas", "distances"]
+    return lambda: store.collection.query(
+        query_embeddings=embeddings, n_results=K, where=where, include=include
+    )
+
+
+def store_search(store: Store, query: str, type_: str | None) -> Callable[[], object]:
+    """ragbrain's own search (its query embedding is cached, so this is the search only)."""
+    return lambda: store.search(query, K, [type_] if type_ else None)
+
+
+def measure(store: Store, rounds: int) -> dict[str, dict[str, float]]:
+    """Interleaved timings of the unfiltered and the filtered searches, per type."""
+    vectors = {q: store.embeddings.embed_query(q) for q in QUERIES}
+    for query in QUERIES:
+        store.search(query, K)  # fills the query-embedding cache: searches only from here on
+    sides: dict[str, tuple[bool, str | None]] = {  # name -> (raw Chroma?, type)
+        "chroma, no filter": (True, None),
+        "Store.search, no filter": (False, None),
+    }
+    for type_ in TYPE_SHARES:
+        sides[f"chroma where type={type_}"] = (True, type_)
+        sides[f"Store.search type={type_}"] = (False, type_)
+        sides[f"Store.search type={type_}, cold"] = (False, type_)
+
+    def call(name: str, query: str) -> Callable[[], object]:
+        raw, type_ = sides[name]
+        if raw:
+            where: Where | None = {"type": type_} if type_ else None
+            return chroma_query(store, vectors[query], where)
+        if name.endswith("cold"):  # a fresh process: no chunk types known yet
+            store._type_index = TypeIndex(store.collection)
+        return store_search(store, query, type_)
+
+    names = list(sides)
+    seconds: dict[str, list[float]] = {name: [] for name in names}
+    for index in range(rounds * len(QUERIES)):
+        query = QUERIES[index % len(QUERIES)]
+        shift = index % len(names)
+        for name in names[shift:] + names[:shift]:
+            seconds[name].append(timed(call(name, query)))
+    return {name: stats(values) for name, values in seconds.items()}
+
+
+def main() -> None:
+    """Run the benchmark and write results/filter.json and .md."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=100_000)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    store = synthetic_store(args.size, default_embeddings())
+    say(f"measuring {args.size} chunks")
+    rows = measure(store, args.rounds)
+    base = rows["chroma, no filter"]["p50_ms"]
+    lines = [
+        f"| search ({args.size:,} chunks, k={K}) | type share | p50 ms | p95 ms "
+        "| p50 / unfiltered |",
+        "|---|---|---|---|---|",
+    ]
+    for name, row in rows.items():
+        type_ = name.split("type=")[1].split(",")[0] if "type=" in name else None
+        share = f"{TYPE_SHARES[type_]:.0%}" if type_ else "all"
+        lines.append(
+            f"| {name} | {share} | {row['p50_ms']:.1f} | {row['p95_ms']:.1f} "
+            f"| {row['p50_ms'] / base:.1f}x |"
+        )
+    table = "\n".join(lines)
+    print(table)
+    save(
+        "filter",
+        {"size": args.size, "k": K, "type_shares": TYPE_SHARES, "results": rows},
+        table + "\n",
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,80 @@
+"""Calibration on held-apart dev queries: a logistic combiner of logit and lexical features,
+then the decision threshold that keeps the target share of relevant chunks in every data set."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ragbrain.critic.features import FEATURE_NAMES
+from ragbrain.critic.metrics import keep_stats, roc_auc, threshold_for_recall
+
+if TYPE_CHECKING:
+    import torch
+
+
+def fit_combiner(x: torch.Tensor, y: torch.Tensor, l2: float = 1e-3) -> dict[str, Any]:
+    """Fit an L2-regularised logistic regression on standardised columns (full-batch LBFGS).
+
+    Args:
+        x: (n, 1 + F) inputs: the model logit, then ``FEATURE_NAMES``.
+        y: (n,) 0/1 labels.
+
+    Returns:
+        The ``combiner`` entry of ``calibration.json``.
+    """
+    import torch
+
+    mean = x.mean(dim=0)
+    scale = x.std(dim=0).clamp_min(1e-6)
+    z = (x - mean) / scale
+    weights = torch.zeros(x.shape[1], requires_grad=True)
+    bias = torch.zeros(1, requires_grad=True)
+    optimizer = torch.optim.LBFGS([weights, bias], max_iter=200, line_search_fn="strong_wolfe")
+
+    def closure() -> torch.Tensor:
+        optimizer.zero_grad()
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(z @ weights + bias, y)
+        loss = loss + l2 * (weights**2).sum()
+        loss.backward()  # type: ignore[no-untyped-call]
+        return loss
+
+    optimizer.step(closure)  # type: ignore[no-untyped-call]
+    return {
+        "inputs": ["logit", *FEATURE_NAMES],
+        "mean": mean.tolist(),
+        "scale": scale.tolist(),
+        "weights": weights.detach().tolist(),
+        "bias": float(bias.detach()),
+    }
+
+
+def combine(x: torch.Tensor, combiner: dict[str, Any]) -> torch.Tensor:
+    """Probabilities from combiner inputs, exactly as ``TransformerCritic.score`` computes them."""
+    import torch
+
+    z = (x - torch.tensor(combiner["mean"])) / torch.tensor(combiner["scale"])
+    probs: torch.Tensor = (z @ torch.tensor(combiner["weights"]) + combiner["bias"]).sigmoid()
+    return probs
+
+
+def choose_threshold(
+    scores: Sequence[float], labels: Sequence[bool], sets: Sequence[str], recall: float
+) -> tuple[float, dict[str, Any]]:
+    """The highest threshold keeping ``recall`` of relevant dev chunks in *every* data set,
+    and the per-set dev figures at that threshold."""
+    names = sorted(set(sets))
+    per_set = {}
+    for name in names:
+        idx = [i for i, s in enumerate(sets) if s == name]
+        per_set[name] = ([scores[i] for i in idx], [labels[i] for i in idx])
+    threshold = min(threshold_for_recall(s, y, recall) for s, y in per_set.values())
+    threshold = min(max(threshold, 0.0), 1.0)
+    report = {
+        name: {
+            "auc": roc_auc(s, y),
+            **keep_stats(s, y, threshold).as_dict(),
+        }
+        for name, (s, y) in per_set.items()
+    }
+    return threshold, report

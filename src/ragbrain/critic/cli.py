@@ -1,0 +1,126 @@
+"""What `ragbrain critic train|eval` run: wiring data, training, evaluation and reports."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from contextlib import ExitStack
+from pathlib import Path
+
+from rich.console import Console
+
+from ragbrain.errors import InvalidInputError
+from ragbrain.progress import Report, progress_reporter
+
+out = Console()
+err = Console(stderr=True)
+
+
+class Stages:
+    """One progress bar per stage; opening the next stage closes the previous bar."""
+
+    def __init__(self) -> None:
+        self._stack = ExitStack()
+
+    def __call__(self, label: str) -> Report:
+        self._stack.close()
+        self._stack = ExitStack()
+        return self._stack.enter_context(progress_reporter(err, label))
+
+    def __enter__(self) -> Stages:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()
+
+
+def run_train(
+    out_dir: Path,
+    data: list[Path],
+    from_corpus: Path | None,
+    exclude_test_docs: bool,
+    epochs: int | None,
+    max_queries: int | None,
+    seed: int | None,
+) -> None:
+    """Mine pairs, train, calibrate and save; print where the critic went and its dev figures."""
+    from ragbrain.critic.recipe import Recipe
+    from ragbrain.critic.sources import from_beir
+    from ragbrain.critic.sources import from_corpus as pseudo
+    from ragbrain.critic.train import train_critic
+    from ragbrain.embeddings import default_embeddings
+
+    if bool(data) == (from_corpus is not None):
+        raise InvalidInputError("Pass one or more --data folders, or --from-corpus, not both.")
+    recipe = Recipe()
+    recipe = dataclasses.replace(
+        recipe,
+        epochs=recipe.epochs if epochs is None else epochs,
+        max_queries=recipe.max_queries if max_queries is None else max_queries,
+        seed=recipe.seed if seed is None else seed,
+    )
+    with Stages() as stage:
+        embeddings = default_embeddings()
+        if from_corpus is not None:
+            found = pseudo(from_corpus, embeddings, recipe, stage=stage)
+        else:
+            found = from_beir(
+                data, embeddings, recipe, exclude_test_docs=exclude_test_docs, stage=stage
+            )
+        err.print(
+            f"{len(found.train)} training groups, {len(found.dev)} dev queries", highlight=False
+        )
+        calibration = train_critic(
+            found.train,
+            found.dev,
+            found.corpus_texts,
+            out_dir,
+            recipe,
+            sources=found.sources,
+            progress=stage,
+        )
+    out.print(
+        f"critic written to {out_dir} (threshold {calibration['threshold']:.3f})", highlight=False
+    )
+    out.print(json.dumps(calibration["dev"], indent=2), highlight=False)
+
+
+def run_eval(
+    data: list[Path],
+    split: str,
+    critic_dir: Path | None,
+    out_dir: Path,
+    k: int,
+    max_queries: int | None = None,
+) -> None:
+    """Evaluate on each folder; write critic-eval.md/.json/.png into ``out_dir``."""
+    from ragbrain.critic.evaluate import evaluate, load_timed
+    from ragbrain.critic.model import default_critic_path
+    from ragbrain.critic.report import markdown, plot, write_json
+    from ragbrain.embeddings import default_embeddings
+
+    embeddings = default_embeddings()
+    critic, seconds, rss = load_timed(critic_dir or default_critic_path())
+    reports = []
+    with Stages() as stage:
+        for folder in data:
+            reports.append(
+                evaluate(
+                    folder,
+                    split,
+                    critic,
+                    embeddings,
+                    k=k,
+                    load_seconds=seconds,
+                    rss_added_mb=rss,
+                    max_queries=max_queries,
+                    stage=stage,
+                )
+            )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    table = markdown(reports)
+    (out_dir / "critic-eval.md").write_text(table, encoding="utf-8")
+    write_json(reports, out_dir / "critic-eval.json")
+    plot(reports, out_dir / "critic-eval.png")
+    out.print(table, highlight=False)
+    out.print(f"written to {out_dir}/critic-eval.{{md,json,png}}", highlight=False)

@@ -1,0 +1,154 @@
+"""Training pairs for the critic: dense candidates mined with the project's own store, labelled
+by qrels, split into train and dev queries, and grouped (one positive, its query's negatives)."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ragbrain.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from ragbrain.evaluation.beir import Split
+    from ragbrain.store import Store
+
+Progress = Callable[[int, int], None]
+_QUERY_BATCH = 64
+
+
+class NoTrainingDataError(InvalidInputError):
+    """A training folder yields no positives or no usable pairs."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One dense hit for a query: the chunk, its cosine distance and its judgement."""
+
+    doc_id: str
+    text: str
+    distance: float
+    relevant: bool
+
+
+@dataclass(frozen=True)
+class QueryCandidates:
+    """A query with its top-k dense candidates (best first) and its judged documents."""
+
+    dataset: str
+    query_id: str
+    query: str
+    candidates: tuple[Candidate, ...]
+    positives: tuple[str, ...]  # texts of every relevant document
+    negatives: tuple[str, ...]  # texts of documents judged not relevant (score 0), if any
+
+
+@dataclass(frozen=True)
+class Group:
+    """Pairs of one query scored together: a listwise loss compares the positive with the rest."""
+
+    query: str
+    texts: tuple[str, ...]
+    labels: tuple[int, ...]
+
+
+def is_dev(dataset: str, query_id: str, fraction: float, seed: int) -> bool:
+    """Stable train/dev assignment of a query, independent of order and of other queries."""
+    digest = hashlib.sha256(f"{seed}:{dataset}:{query_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < fraction
+
+
+def mine(
+    split: Split,
+    store: Store,
+    query_ids: Sequence[str],
+    *,
+    k: int,
+    exclude_docs: frozenset[str] = frozenset(),
+    progress: Progress | None = None,
+) -> list[QueryCandidates]:
+    """Top-``k`` dense candidates of each query from ``store`` (the retriever's own search).
+
+    Documents in ``exclude_docs`` are dropped from positives and candidates alike (used to
+    train without documents that are relevant in a test split).
+    """
+    found: list[QueryCandidates] = []
+    for start in range(0, len(query_ids), _QUERY_BATCH):
+        ids = list(query_ids[start : start + _QUERY_BATCH])
+        texts = [split.queries[q] for q in ids]
+        vectors = store.embeddings.embed_documents(texts)
+        # Excluded documents are filtered after the search, so ask for more to keep k.
+        wanted = min(store.count(), 3 * k if exclude_docs else k)
+        result = store.collection.query(
+            query_embeddings=vectors,  # type: ignore[arg-type]
+            n_results=wanted,
+            include=["documents", "distances"],
+        )
+        for row, qid in enumerate(ids):
+            relevant = split.relevant(qid) - exclude_docs
+            judged_out = {d for d, s in split.qrels[qid].items() if s <= 0} - exclude_docs
+            hits = [
+                Candidate(doc, text or "", max(0.0, float(dist)), doc in relevant)
+                for doc, text, dist in zip(
+                    result["ids"][row],
+                    (result["documents"] or [[]] * len(ids))[row],
+                    (result["distances"] or [[]] * len(ids))[row],
+                    strict=True,
+                )
+                if doc not in exclude_docs
+            ][:k]
+            found.append(
+                QueryCandidates(
+                    dataset=split.name,
+                    query_id=qid,
+                    query=split.queries[qid],
+                    candidates=tuple(hits),
+                    positives=tuple(split.corpus[d].content for d in sorted(relevant)),
+                    negatives=tuple(split.corpus[d].content for d in sorted(judged_out)),
+                )
+            )
+        if progress:
+            progress(min(start + _QUERY_BATCH, len(query_ids)), len(query_ids))
+    return found
+
+
+def groups(
+    mined: Sequence[QueryCandidates],
+    corpus_texts: Sequence[str],
+    *,
+    hard: int,
+    random_negatives: int,
+    positives_per_query: int,
+    seed: int,
+) -> list[Group]:
+    """Training groups: each sampled positive with hard negatives (top-ranked, not relevant),
+    random corpus chunks and judged negatives of its query. A query with judged negatives only
+    (CoSQA's labelled pairs) gives a group without a positive, trained pointwise."""
+    rng = random.Random(seed)
+    out: list[Group] = []
+    for item in mined:
+        hard_pool = [c.text for c in item.candidates if not c.relevant]
+        positives = list(item.positives)
+        rng.shuffle(positives)
+        if not positives and item.negatives:
+            out.append(Group(item.query, item.negatives[:2], (0,) * len(item.negatives[:2])))
+            continue
+        for positive in positives[:positives_per_query]:
+            negatives = list(item.negatives[:1])
+            negatives += rng.sample(hard_pool, min(hard, len(hard_pool)))
+            negatives += rng.sample(list(corpus_texts), random_negatives)
+            out.append(Group(item.query, (positive, *negatives), (1,) + (0,) * len(negatives)))
+    return out
+
+
+def check_usable(name: str, mined: Sequence[QueryCandidates], made: Sequence[Group]) -> None:
+    """Stop early, with a clear message, when a folder gives nothing to learn from."""
+    if not any(1 in g.labels for g in made):
+        raise NoTrainingDataError(
+            f"{name}: no positive pairs (no query has a relevant document in the corpus); "
+            "check qrels/train.tsv, or use --from-corpus for unlabelled notes."
+        )
+    if not any(len(g.texts) > 1 for g in made):
+        raise NoTrainingDataError(f"{name}: no usable negatives among {len(mined)} queries.")

@@ -1,0 +1,99 @@
+"""Keeping the lexical index in step with its store: where it lives, staleness, rebuilds."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ragbrain.lexical.index import LexicalIndex, LexicalIndexError, fingerprint
+
+if TYPE_CHECKING:
+    from ragbrain.store import Store
+
+log = logging.getLogger(__name__)
+
+INDEX_FILE = "lexical.npz"
+#: A long-lived searcher compares the store's chunk count with its index at most this often.
+RECHECK_SECONDS = 2.0
+
+
+def index_path(store: Store) -> Path:
+    """``<store folder>/lexical.npz``; for a server store, a file in the cache folder."""
+    folder = getattr(store, "folder", None)
+    if folder is not None:
+        return Path(folder) / INDEX_FILE
+    from ragbrain.evaluation.beir import cache_root
+
+    name = hashlib.sha256(store.location.encode()).hexdigest()[:16]
+    return cache_root() / "lexical" / f"{name}.npz"
+
+
+def sync_lexical(store: Store, index: LexicalIndex | None = None) -> LexicalIndex:
+    """Bring the lexical index of ``store`` in step with the store's chunks, and save it.
+
+    The index on disk (or ``index``) is reused when its fingerprint matches the store's ids.
+    Otherwise only the chunks it lacks are read and tokenized, those the store no longer has
+    are dropped, and the result is written back. A corrupt, unreadable or outdated index
+    file is rebuilt from scratch, with a warning.
+
+    Returns:
+        The index, matching the store's current ids.
+    """
+    path = index_path(store)
+    if index is None:
+        try:
+            index = LexicalIndex.load(path)
+        except LexicalIndexError as exc:
+            if path.exists():
+                log.warning("Rebuilding the lexical index: %s", exc)
+            index = LexicalIndex.build([], [], [])
+    ids = store.all_ids()
+    if index.fingerprint == fingerprint(ids):
+        if not path.is_file():
+            index.save(path)
+        return index
+    started = time.perf_counter()
+    wanted = set(ids)
+    drop = {id_ for id_ in index.ids if id_ not in wanted}
+    rows = store.texts_and_types([id_ for id_ in ids if id_ not in index])
+    index = index.updated(drop, [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
+    index.save(path)
+    log.info(
+        "Lexical index of %s: %d chunks tokenized, %d dropped, %d in all (%.1f s).",
+        store.location,
+        len(rows),
+        len(drop),
+        len(index),
+        time.perf_counter() - started,
+    )
+    return index
+
+
+class LexicalSearcher:
+    """The index a graph searches, rechecked against the store's chunk count now and then.
+
+    A long-lived process (a server, Studio) thus sees chunks another process ingested
+    without reopening; the check is one ``count`` call at most every ``RECHECK_SECONDS``.
+    """
+
+    def __init__(self, store: Store, index: LexicalIndex | None = None) -> None:
+        """Open (syncing as needed) the index of ``store``; ``index`` skips the first read."""
+        self.store = store
+        self._index = sync_lexical(store, index)
+        self._checked = time.monotonic()
+        self._lock = threading.Lock()
+
+    @property
+    def index(self) -> LexicalIndex:
+        """The current index; resynced when the store's chunk count no longer matches."""
+        now = time.monotonic()
+        if now - self._checked >= RECHECK_SECONDS:
+            with self._lock:
+                self._checked = now
+                if self.store.count() != len(self._index):
+                    self._index = sync_lexical(self.store, self._index)
+        return self._index

@@ -1,0 +1,155 @@
+"""Tokenization for the lexical index: each script run gets its own tokenizer.
+
+Text is NFKC-normalized and case-folded, then cut into runs of one script:
+
+- Thai runs are segmented into words by pythainlp (``newmm``), Thai stop words dropped;
+- Japanese runs (kana and kanji) are analyzed by SudachiPy with its small dictionary (short
+  units, normalized forms), particles, auxiliary verbs and symbols dropped;
+- other letter/digit runs (English and any other script with spaces) are split into words,
+  English stop words dropped and the rest Snowball-stemmed when they are Latin.
+
+So mixed text ("Pythonのエラー", "ติดตั้ง Docker") needs no language switch, and punctuation,
+emoji and unknown symbols simply yield no tokens.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import unicodedata
+from collections import Counter
+from functools import cache
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+Language = Literal["en", "ja", "th", "other", "none"]
+
+#: Bumped whenever tokens change, so that indexes built with older tokens are rebuilt.
+TOKENIZER_VERSION = "1"
+
+_THAI = "\u0e00-\u0e7f"
+# Hiragana, katakana (with the long-vowel mark and half-width forms), CJK ideographs, 々 〆.
+_JAPANESE = "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f々〆"
+_RUNS = re.compile(rf"(?P<th>[{_THAI}]+)|(?P<ja>[{_JAPANESE}]+)|(?P<w>[^\W_{_THAI}{_JAPANESE}]+)")
+# SudachiPy refuses inputs over ~49 kB; Japanese runs are cut well below that.
+_SUDACHI_MAX_CHARS = 4000
+# Parts of speech that carry no content: particles, auxiliary verbs, symbols, blanks.
+_JA_DROPPED_POS = frozenset({"助詞", "助動詞", "補助記号", "記号", "空白"})
+
+_local = threading.local()  # Stemmer and SudachiPy tokenizer objects are not thread-safe.
+
+
+@cache
+def _english_stop_words() -> frozenset[str]:
+    from bm25s.stopwords import STOPWORDS_EN
+
+    return frozenset(STOPWORDS_EN)
+
+
+@cache
+def _thai_stop_words() -> frozenset[str]:
+    from pythainlp.corpus import thai_stopwords
+
+    return frozenset(thai_stopwords())
+
+
+def _stem(words: list[str]) -> list[str]:
+    stemmer = getattr(_local, "stemmer", None)
+    if stemmer is None:
+        import Stemmer
+
+        stemmer = _local.stemmer = Stemmer.Stemmer("english")
+    stems: list[str] = stemmer.stemWords(words)
+    return stems
+
+
+def _is_latin(word: str) -> bool:
+    return all(c.isascii() or "LATIN" in unicodedata.name(c, "") for c in word)
+
+
+def _sudachi() -> Callable[[str], list[str]]:
+    tokenizer = getattr(_local, "sudachi", None)
+    if tokenizer is None:
+        from sudachipy import Dictionary, SplitMode
+
+        tokenizer = _local.sudachi = Dictionary(dict="small").tokenizer(
+            mode=SplitMode.A, fields={"pos", "normalized_form"}
+        )
+
+    def analyze(text: str) -> list[str]:
+        return [
+            m.normalized_form()
+            for m in tokenizer.tokenize(text)
+            if m.part_of_speech()[0] not in _JA_DROPPED_POS
+        ]
+
+    return analyze
+
+
+def _japanese(run: str) -> list[str]:
+    analyze = _sudachi()
+    tokens: list[str] = []
+    for start in range(0, len(run), _SUDACHI_MAX_CHARS):
+        tokens += analyze(run[start : start + _SUDACHI_MAX_CHARS])
+    return tokens
+
+
+def _thai(run: str) -> list[str]:
+    from pythainlp.tokenize import word_tokenize
+
+    stop = _thai_stop_words()
+    words = word_tokenize(run, engine="newmm", keep_whitespace=False)
+    return [w for w in words if w.strip() and w not in stop]
+
+
+def normalize(text: str) -> str:
+    """NFKC (full-width Latin to ASCII, half-width katakana to full) and case-folded."""
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def tokenize(text: str) -> list[str]:
+    """The index terms of ``text``, in order; an empty list when it has none (emoji only).
+
+    Args:
+        text: Any text, in any mix of scripts.
+
+    Returns:
+        Terms: stemmed English words, Japanese normalized forms, Thai words, other words.
+    """
+    tokens: list[str] = []
+    latin: list[str] = []  # stemmed in one batch at the end: BM25 ignores term order
+    stop = _english_stop_words()
+    for match in _RUNS.finditer(normalize(text)):
+        run = match.group()
+        if match.lastgroup == "th":
+            tokens += _thai(run)
+        elif match.lastgroup == "ja":
+            tokens += _japanese(run)
+        elif run in stop:
+            continue
+        elif _is_latin(run):
+            latin.append(run)
+        else:  # Cyrillic, Hangul, ...: kept whole, not stemmed
+            tokens.append(run)
+    return tokens + _stem(latin) if latin else tokens
+
+
+def detect_language(text: str) -> Language:
+    """The script most of ``text``'s letters are written in.
+
+    Returns:
+        ``"th"``, ``"ja"`` (kana or kanji), ``"en"`` (Latin letters), ``"other"`` (letters of
+        another script) or ``"none"`` (no letters or digits at all: punctuation, emoji).
+    """
+    counts: Counter[Language] = Counter()
+    for match in _RUNS.finditer(normalize(text)):
+        run = match.group()
+        if match.lastgroup in ("th", "ja"):
+            counts["th" if match.lastgroup == "th" else "ja"] += len(run)
+        elif _is_latin(run):
+            counts["en"] += len(run)
+        else:
+            counts["other"] += len(run)
+    return counts.most_common(1)[0][0] if counts else "none"

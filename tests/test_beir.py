@@ -1,0 +1,197 @@
+"""BEIR loading: bad folders fail naming the file and line; the eval harness end to end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ragbrain.evaluation.beir import DataSetError, corpus_store, load_split
+from ragbrain.evaluation.evaluate import EvalOptions, evaluate
+from ragbrain.evaluation.report import write_atomic
+from tests.fakes import BagOfWordsEmbeddings
+
+CORPUS = [
+    {"_id": "d1", "title": "Backup", "text": "The nightly backup failed: credentials expired."},
+    {"_id": "d2", "title": "Cache", "text": "Redis cache stampede after a deploy."},
+    {"_id": "d3", "title": "Alembic", "text": "Schema migrations with alembic heads."},
+    {"_id": "d4", "title": "Timeout", "text": "Set a statement timeout for reporting queries."},
+    {"_id": "d5", "title": "Rollback", "text": "Helm rollback to the previous revision."},
+    {"_id": "d6", "title": "Pool", "text": "Connection pool exhausted at month end."},
+]
+QUERIES = [
+    {"_id": "q1", "text": "why did the nightly backup fail"},
+    {"_id": "q2", "text": "redis cache stampede"},
+    {"_id": "q3", "text": "how to roll back with helm"},
+    {"_id": "q4", "text": "statement timeout for reporting"},
+]
+QRELS = "query-id\tcorpus-id\tscore\nq1\td1\t2\nq2\td2\t1\nq3\td5\t1\nq4\td4\t1\nq4\td6\t0\n"
+
+
+def make_folder(root: Path, qrels: str = QRELS, corpus: str | None = None) -> Path:
+    (root / "qrels").mkdir(parents=True)
+    text = corpus if corpus is not None else "".join(json.dumps(r) + "\n" for r in CORPUS)
+    (root / "corpus.jsonl").write_text(text, encoding="utf-8")
+    (root / "queries.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in QUERIES), encoding="utf-8"
+    )
+    (root / "qrels" / "test.tsv").write_text(qrels, encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("RAGBRAIN_CACHE", str(tmp_path / "cache"))
+    return make_folder(tmp_path / "tiny")
+
+
+def test_load_split(data: Path) -> None:
+    split = load_split(data, "test")
+    assert set(split.queries) == {"q1", "q2", "q3", "q4"}
+    assert split.qrels["q1"] == {"d1": 2}
+    assert split.relevant("q4") == {"d4"}  # judged 0 is not relevant
+    assert split.corpus["d1"].content.startswith("Backup\n")
+
+
+BAD_CASES = [
+    ("missing-split", {"split": "dev"}, r"qrels/dev\.tsv: missing \(splits here: test\)"),
+    (
+        "unknown-doc",
+        {"qrels": "query-id\tcorpus-id\tscore\nq1\tnope\t1\n"},
+        r"test\.tsv:2: 1 corpus ids.*'nope'",
+    ),
+    (
+        "unknown-query",
+        {"qrels": "query-id\tcorpus-id\tscore\nq9\td1\t1\n"},
+        r"test\.tsv:2: 1 query ids.*'q9'",
+    ),
+    ("empty-split", {"qrels": "query-id\tcorpus-id\tscore\n"}, r"test\.tsv: the split is empty"),
+    ("bad-fields", {"qrels": "query-id\tcorpus-id\tscore\nq1 d1 1\n"}, r"test\.tsv:2: expected 3"),
+    ("bad-score", {"qrels": "query-id\tcorpus-id\tscore\nq1\td1\thigh\n"}, r"test\.tsv:2: score"),
+    (
+        "bad-json",
+        {"corpus": '{"_id": "d1", "text": "x"}\n{oops\n'},
+        r"corpus\.jsonl:2: not valid JSON",
+    ),
+    ("no-id", {"corpus": '{"text": "x"}\n'}, r"corpus\.jsonl:1: expected an object with an '_id'"),
+]
+
+
+@pytest.mark.parametrize(("case", "change", "message"), BAD_CASES, ids=[c[0] for c in BAD_CASES])
+def test_bad_folders_name_file_and_line(
+    tmp_path: Path, case: str, change: dict[str, str], message: str
+) -> None:
+    split = change.pop("split", "test")
+    root = make_folder(tmp_path / case, **change)
+    with pytest.raises(DataSetError, match=message):
+        load_split(root, split)
+
+
+def test_missing_corpus_file(tmp_path: Path) -> None:
+    root = make_folder(tmp_path / "x")
+    (root / "corpus.jsonl").unlink()
+    with pytest.raises(DataSetError, match=r"corpus\.jsonl: missing"):
+        load_split(root, "test")
+
+
+def test_corpus_store_is_cached(data: Path) -> None:
+    class Counting(BagOfWordsEmbeddings):
+        calls = 0
+
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            Counting.calls += 1
+            return super().embed_documents(texts)
+
+    split = load_split(data, "test")
+    first = corpus_store(split, Counting())
+    assert first.count() == len(CORPUS)
+    calls = Counting.calls
+    second = corpus_store(split, Counting())
+    assert second.location == first.location
+    assert Counting.calls == calls  # nothing embedded again
+
+
+def test_evaluate_end_to_end(data: Path, tmp_path: Path) -> None:
+    out = tmp_path / "results"
+    payload = evaluate(
+        data,
+        EvalOptions(out=out, n_types=2),
+        BagOfWordsEmbeddings(),
+        None,
+        lambda label: lambda done, total: None,
+    )
+    summary = payload["summary"]
+    assert next(iter(summary)) == "dense"
+    assert {"ragbrain-k10", "adaptive", "adaptive+gate"} <= set(summary)
+    assert "adaptive+gate+critic" not in summary  # no critic available
+    for row in summary.values():
+        assert 0.0 <= row["ndcg@10"] <= 1.0
+        assert row["queries"] == 4
+    # Same collection, same depth, no filter: the graph at k=10 returns what dense returns.
+    assert summary["ragbrain-k10"]["ndcg@10"] == pytest.approx(summary["dense"]["ndcg@10"])
+    assert summary["adaptive"]["poor_share"] == 0.0  # gate off
+    # Two queries are longer than 30 characters (medium tier, 7); two are short (5).
+    assert summary["adaptive"]["depths"] == {"5": 2, "7": 2}
+    written = json.loads((out / "tiny-test.json").read_text(encoding="utf-8"))
+    assert written["summary"]["dense"]["ndcg@10"] == summary["dense"]["ndcg@10"]
+    assert "| dense |" in (out / "tiny-test.md").read_text(encoding="utf-8")
+    assert (out / "tiny-test.png").stat().st_size > 0
+    assert "wrong filter" in payload["type_filter"] or "right filter" in payload["type_filter"]
+    assert not list(out.glob(".*"))  # no temporary files left behind
+
+
+def test_interrupted_write_keeps_the_old_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "r.json"
+    target.write_text("old", encoding="utf-8")
+
+    def interrupted(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("os.replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_atomic(target, "new")
+    assert target.read_text(encoding="utf-8") == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+def _cosine(a: list[float], b: list[float]) -> float:
+    return 1.0 - sum(x * y for x, y in zip(a, b, strict=True))
+
+
+@pytest.mark.parametrize("k", [3, 8], ids=["k3", "k8"])
+def test_type_filtered_search_matches_brute_force(tmp_path: Path, k: int) -> None:
+    """Store.search over-fetches unfiltered hits for a common type and falls through to
+    Chroma's filter for a rare one; both must equal a brute-force filtered top-k."""
+    from ragbrain.store import Store
+
+    words = [
+        "backup",
+        "cache",
+        "deploy",
+        "redis",
+        "timeout",
+        "helm",
+        "rollback",
+        "queue",
+        "invoice",
+        "index",
+        "lock",
+    ]
+    texts = [
+        " ".join(words[(i * 7 + j) % len(words)] for j in range(i % 5 + 2)) + f" n{i}"
+        for i in range(120)
+    ]
+    types = ["rare" if i % 24 == 0 else "common" for i in range(120)]  # 5 rare of 120
+    store = Store.open(tmp_path / "s", BagOfWordsEmbeddings(), create=True)
+    vectors = store.embeddings.embed_documents(texts)
+    store.upsert([f"c{i}" for i in range(120)], texts, [{"type": t} for t in types], vectors)
+    query = "redis cache timeout"
+    q = store.embeddings.embed_query(query)
+    for type_ in ("common", "rare"):
+        expected = sorted(_cosine(q, v) for v, t in zip(vectors, types, strict=True) if t == type_)
+        hits = store.search(query, k, [type_])
+        assert {h["metadata"]["type"] for h in hits} == {type_}
+        assert [h["distance"] for h in hits] == pytest.approx(expected[:k], abs=1e-4)

@@ -1,0 +1,176 @@
+"""Critic training data: BEIR mining with the project's store, pseudo-queries, metrics, reports."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from ragbrain.critic.data import NoTrainingDataError, groups, is_dev
+from ragbrain.critic.metrics import keep_stats, roc_auc, threshold_for_recall
+from ragbrain.critic.recipe import Recipe
+from ragbrain.critic.report import markdown, plot, write_json
+from ragbrain.critic.sources import data_folder, from_beir, from_corpus, pseudo_query
+from ragbrain.errors import InvalidInputError
+from tests.fakes import BagOfWordsEmbeddings
+
+DOCS = {
+    "d1": "redis cache stampede after deploy",
+    "d2": "nightly backup failed silently disk full",
+    "d3": "jwt signing key rotation broke login",
+    "d4": "pdf export worker memory leak",
+    "d5": "csv export garbled names in excel",
+    "d6": "connection pool exhaustion month end",
+}
+QUERIES = {
+    "q1": "redis stampede",
+    "q2": "backup failed",
+    "q3": "jwt login",
+    "q4": "pdf leak",
+    "q5": "csv excel",
+    "q6": "pool exhaustion",
+}
+
+
+def beir(folder: Path, qrels: dict[str, dict[str, int]]) -> Path:
+    (folder / "qrels").mkdir(parents=True)
+    with (folder / "corpus.jsonl").open("w", encoding="utf-8") as handle:
+        for id_, text in DOCS.items():
+            handle.write(json.dumps({"_id": id_, "title": "", "text": text}) + "\n")
+    with (folder / "queries.jsonl").open("w", encoding="utf-8") as handle:
+        for id_, text in QUERIES.items():
+            handle.write(json.dumps({"_id": id_, "text": text}) + "\n")
+    lines = ["query-id\tcorpus-id\tscore"]
+    lines += [f"{q}\t{d}\t{s}" for q, docs in qrels.items() for d, s in docs.items()]
+    (folder / "qrels" / "train.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return folder
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("RAGBRAIN_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+TINY = Recipe(max_queries=10, dev_fraction=0.5, mine_k=4, eval_k=3, hard_negatives=2)
+
+
+def test_mining_labels_candidates_from_qrels(tmp_path: Path, cache: Path) -> None:
+    qrels = {q: {f"d{q[1]}": 1} for q in QUERIES}
+    folder = beir(tmp_path / "toy", qrels)
+    found = from_beir([folder], BagOfWordsEmbeddings(), TINY)
+    assert found.sources["toy"]["split"] == "train"
+    assert found.train and all(g.labels[0] == 1 and set(g.labels[1:]) == {0} for g in found.train)
+    for item in found.dev:
+        assert {c.doc_id for c in item.candidates if c.relevant} <= {f"d{item.query_id[1]}"}
+        distances = [c.distance for c in item.candidates]
+        assert distances == sorted(distances)
+
+
+def test_a_folder_without_positives_stops_early(tmp_path: Path, cache: Path) -> None:
+    folder = beir(tmp_path / "toy", {q: {"d1": 0} for q in QUERIES})
+    with pytest.raises(NoTrainingDataError, match="no positive pairs"):
+        from_beir([folder], BagOfWordsEmbeddings(), TINY)
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [("data/sf", ("data/sf", "train")), ("data/nf@dev", ("data/nf", "dev"))],
+    ids=["train", "dev"],
+)
+def test_data_folder_names_a_split(given: str, expected: tuple[str, str]) -> None:
+    folder, split = data_folder(Path(given))
+    assert (str(folder), split) == expected
+
+
+def test_data_folder_refuses_test() -> None:
+    with pytest.raises(InvalidInputError, match="never trains on a test split"):
+        data_folder(Path("data/sf@test"))
+
+
+def test_dev_assignment_is_stable() -> None:
+    assert is_dev("sf", "q1", 0.3, 13) == is_dev("sf", "q1", 0.3, 13)
+    share = sum(is_dev("sf", f"q{i}", 0.3, 13) for i in range(2000)) / 2000
+    assert 0.25 < share < 0.35
+
+
+def test_judged_negatives_without_positive_make_pointwise_groups() -> None:
+    from ragbrain.critic.data import QueryCandidates
+
+    item = QueryCandidates("cosqa", "q", "sort a list", (), (), ("def f(): pass",))
+    made = groups([item], ["x"], hard=2, random_negatives=1, positives_per_query=1, seed=0)
+    assert [g.labels for g in made] == [(0,)]
+
+
+@pytest.mark.parametrize(
+    ("text", "title", "expected"),
+    [
+        ("# Redis stampede\nEvery key expired.", "", "Redis stampede"),
+        ("Every key in the cache expired at once after the deploy. Ouch.", "", None),
+        (
+            "Every key expired at once. Then the database fell over under the load of "
+            "all the workers that recomputed the same aggregates at the same moment.",
+            "",
+            "Every key expired at once.",
+        ),
+        ("short", "Cache notes", "Cache notes"),
+    ],
+    ids=["heading", "sentence-too-long", "first-sentence", "title"],
+)
+def test_pseudo_queries(text: str, title: str, expected: str | None) -> None:
+    assert pseudo_query(text, title) == expected
+
+
+def test_from_corpus_with_too_few_pseudo_queries_stops(tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("x", encoding="utf-8")
+    with pytest.raises(NoTrainingDataError, match="pseudo-query"):
+        from_corpus(notes, BagOfWordsEmbeddings(), TINY)
+
+
+def test_keep_stats_by_hand() -> None:
+    stats = keep_stats([0.9, 0.8, 0.3, 0.1, math.nan], [True, False, True, False, True], 0.5)
+    assert stats.relevant_kept == pytest.approx(1 / 3)
+    assert stats.irrelevant_dropped == pytest.approx(1 / 2)
+    assert stats.precision == pytest.approx(1 / 2)
+    assert stats.f1 == pytest.approx(0.4)
+
+
+def test_roc_auc_by_hand() -> None:
+    assert roc_auc([0.9, 0.1, 0.5, 0.5], [True, False, True, False]) == pytest.approx(0.875)
+    assert math.isnan(roc_auc([0.1], [True]))
+
+
+def test_threshold_for_recall_keeps_the_share() -> None:
+    scores = [0.9, 0.8, 0.7, 0.6, 0.2]
+    labels = [True, True, True, True, False]
+    assert threshold_for_recall(scores, labels, 0.75) == 0.7
+    assert keep_stats(scores, labels, 0.7).relevant_kept >= 0.75
+
+
+def test_reports_are_written(tmp_path: Path) -> None:
+    row = {
+        "scorer": "Tiny-Critic",
+        "threshold": 0.5,
+        "auc": 0.8,
+        **keep_stats([0.9, 0.1], [True, False], 0.5).as_dict(),
+    }
+    report = {
+        "data_set": "toy",
+        "split": "test",
+        "queries": 1,
+        "rows": [row],
+        "target_recall": 0.9,
+        "latency_ms": {"p50": 10.0, "p95": 12.0, "cpu_p50": 9.0},
+        "load_seconds": 1.0,
+        "rss_added_mb": 50.0,
+        "scores": {"critic": [0.9, 0.1], "labels": [True, False], "neg_distance": [-0.1, -0.5]},
+    }
+    assert "| toy (test, 1 q) | Tiny-Critic | 100.0% | 100.0%" in markdown([report])
+    write_json([report], tmp_path / "r.json")
+    assert "scores" not in json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))[0]
+    plot([report], tmp_path / "r.png")
+    assert (tmp_path / "r.png").stat().st_size > 1000

@@ -1,0 +1,183 @@
+"""Loading and validating critic folders: every bad input is a CriticLoadError naming the path."""
+
+from __future__ import annotations
+
+import json
+import math
+import pickle
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from ragbrain.critic import TransformerCritic, keep_mask
+from ragbrain.critic.features import FEATURE_NAMES
+from ragbrain.critic.model import CALIBRATION_FILE, FEATURES_FILE, WEIGHTS_FILE
+from ragbrain.errors import CriticLoadError
+from ragbrain.factory import resolve_critic
+
+COLUMNS = 1 + len(FEATURE_NAMES)
+
+
+def make_critic(folder: Path, *, combiner: bool = True) -> Path:
+    """A tiny random critic folder, written the way training writes one (no base package)."""
+    import torch
+    from safetensors.torch import save_file
+    from transformers import BertConfig, BertForSequenceClassification
+
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=30522,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=64,
+        num_labels=1,
+    )
+    model = BertForSequenceClassification(config)
+    folder.mkdir(parents=True, exist_ok=True)
+    config.to_json_file(str(folder / "config.json"))
+    save_file(
+        {k: v.contiguous() for k, v in model.state_dict().items() if "position_ids" not in k},
+        str(folder / WEIGHTS_FILE),
+    )
+    calibration: dict[str, object] = {"threshold": 0.5, "activation": "sigmoid", "max_length": 64}
+    if combiner:
+        save_file({"idf": torch.ones(30523)}, str(folder / FEATURES_FILE))
+        calibration["combiner"] = {
+            "inputs": ["logit", *FEATURE_NAMES],
+            "mean": [0.0] * COLUMNS,
+            "scale": [1.0] * COLUMNS,
+            "weights": [1.0] + [0.5] * (COLUMNS - 1),
+            "bias": 0.0,
+        }
+    (folder / CALIBRATION_FILE).write_text(json.dumps(calibration), encoding="utf-8")
+    return folder
+
+
+def _calibration(folder: Path, **changes: object) -> None:
+    path = folder / CALIBRATION_FILE
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data.update(changes)
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
+def _truncate(folder: Path) -> None:
+    path = folder / WEIGHTS_FILE
+    path.write_bytes(path.read_bytes()[:1000])
+
+
+def _pickle(folder: Path) -> None:
+    (folder / WEIGHTS_FILE).write_bytes(pickle.dumps({"weight": [1.0, 2.0]}))
+
+
+def _wrong_shape(folder: Path) -> None:
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    config["intermediate_size"] = 48
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+
+
+def _drop_tensor(folder: Path) -> None:
+    from safetensors.torch import load_file, save_file
+
+    tensors = load_file(str(folder / WEIGHTS_FILE))
+    tensors.pop("classifier.weight")
+    save_file(tensors, str(folder / WEIGHTS_FILE))
+
+
+def _bad_idf(folder: Path) -> None:
+    import torch
+    from safetensors.torch import save_file
+
+    save_file({"idf": torch.ones(7)}, str(folder / FEATURES_FILE))
+
+
+def _softmax_one_label(folder: Path) -> None:
+    data = json.loads((folder / CALIBRATION_FILE).read_text(encoding="utf-8"))
+    del data["combiner"]
+    data["activation"] = "softmax"
+    (folder / CALIBRATION_FILE).write_text(json.dumps(data), encoding="utf-8")
+
+
+def _combiner(folder: Path) -> None:
+    data = json.loads((folder / CALIBRATION_FILE).read_text(encoding="utf-8"))
+    data["combiner"]["weights"] = [1.0]
+    (folder / CALIBRATION_FILE).write_text(json.dumps(data), encoding="utf-8")
+
+
+BAD: list[tuple[str, Callable[[Path], None], str]] = [
+    ("missing-folder", lambda f: None, "no such critic folder"),
+    ("missing-config", lambda f: (f / "config.json").unlink(), r"config\.json: missing"),
+    ("garbage-config", lambda f: (f / "config.json").write_text("{oops"), "config"),
+    ("missing-weights", lambda f: (f / WEIGHTS_FILE).unlink(), "safetensors weights only"),
+    ("truncated-weights", _truncate, "not a readable safetensors file"),
+    ("pickle-renamed", _pickle, "not a readable safetensors file"),
+    ("wrong-shapes", _wrong_shape, "wrong shape"),
+    ("missing-tensor", _drop_tensor, "missing"),
+    ("missing-calibration", lambda f: (f / CALIBRATION_FILE).unlink(), "calibration file"),
+    ("calibration-not-json", lambda f: (f / CALIBRATION_FILE).write_text("thr"), "not valid JSON"),
+    ("threshold-out-of-range", lambda f: _calibration(f, threshold=1.5), "'threshold'"),
+    ("threshold-nan", lambda f: _calibration(f, threshold=math.nan), "'threshold'"),
+    ("unknown-activation", lambda f: _calibration(f, activation="relu"), "'activation'"),
+    ("activation-vs-labels", _softmax_one_label, "does not fit"),
+    ("combiner-needs-sigmoid", lambda f: _calibration(f, activation="softmax"), "'sigmoid'"),
+    ("bad-max-length", lambda f: _calibration(f, max_length="long"), "'max_length'"),
+    ("unknown-base", lambda f: _calibration(f, base="bert-large"), "'base'"),
+    ("inconsistent-combiner", _combiner, "combiner 'weights'"),
+    ("missing-features", lambda f: (f / FEATURES_FILE).unlink(), FEATURES_FILE),
+    ("wrong-idf", _bad_idf, "'idf' tensor"),
+]
+
+
+@pytest.mark.parametrize(("name", "damage", "match"), BAD, ids=[b[0] for b in BAD])
+def test_bad_critic_folders_raise_critic_load_error(
+    tmp_path: Path, name: str, damage: Callable[[Path], None], match: str
+) -> None:
+    folder = tmp_path / "critic"
+    if name != "missing-folder":
+        make_critic(folder)
+        damage(folder)
+    with pytest.raises(CriticLoadError, match=match) as caught:
+        TransformerCritic(folder)
+    assert str(folder) in str(caught.value)
+
+
+def test_a_pickle_is_never_loaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = make_critic(tmp_path / "critic")
+    _pickle(folder)
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("unpickling attempted")
+
+    monkeypatch.setattr(pickle, "load", refuse)
+    monkeypatch.setattr(pickle, "loads", refuse)
+    with pytest.raises(CriticLoadError):
+        TransformerCritic(folder)
+
+
+def test_a_good_folder_loads_and_scores_a_batch(tmp_path: Path) -> None:
+    critic = TransformerCritic(make_critic(tmp_path / "critic"))
+    scores = critic.score("redis cache", ["redis cache stampede", "pdf export", "x" * 3000])
+    assert len(scores) == 3 and all(0.0 <= s <= 1.0 for s in scores)
+    assert critic.inputs("redis cache", ["redis cache stampede"]).shape == (1, COLUMNS)
+
+
+def test_a_critic_without_combiner_uses_the_model_alone(tmp_path: Path) -> None:
+    critic = TransformerCritic(make_critic(tmp_path / "critic", combiner=False))
+    assert critic.features is None
+    assert len(critic.score("q", ["a", "b"])) == 2
+
+
+def test_nan_is_never_relevant() -> None:
+    assert keep_mask([math.nan, 0.9, 0.1], 0.5) == [False, True, False]
+    assert keep_mask([math.nan], 0.0) == [False]
+
+
+def test_the_retriever_raises_or_disables_on_a_bad_folder(tmp_path: Path) -> None:
+    folder = make_critic(tmp_path / "critic")
+    _truncate(folder)
+    with pytest.raises(CriticLoadError, match=str(folder)):
+        resolve_critic(folder, "raise")
+    critic, reason = resolve_critic(folder, "disable")
+    assert critic is None and reason.startswith("failed to load") and str(folder) in reason

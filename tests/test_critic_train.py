@@ -1,0 +1,159 @@
+"""The critic's training loop, calibration and saved folder, on a tiny random BERT in tmp_path."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ragbrain.critic.data import (
+    Candidate,
+    Group,
+    NoTrainingDataError,
+    QueryCandidates,
+    check_usable,
+)
+from ragbrain.critic.model import CALIBRATION_FILE, WEIGHTS_FILE, TransformerCritic
+from ragbrain.critic.recipe import Recipe
+from ragbrain.critic.train import train_critic, work_dir
+
+TOPICS = {
+    "redis": "redis cache stampede after the deploy expired every key at once",
+    "backup": "nightly backup job failed silently because the disk was full",
+    "jwt": "login failures after the jwt signing key rotation in production",
+    "pdf": "memory leak in the pdf export worker grew until the pod restarted",
+    "csv": "csv export garbled non ascii names when opened in excel",
+    "pool": "connection pool exhaustion during month end reporting queries",
+}
+
+
+def tiny_base(folder: Path) -> Path:
+    """A random 2-layer BERT with MiniLM's vocabulary, saved as safetensors."""
+    import torch
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+    )
+    BertModel(config).save_pretrained(folder, safe_serialization=True)
+    return folder
+
+
+def synthetic(seed: int = 0) -> tuple[list[Group], list[QueryCandidates], list[str]]:
+    """Queries whose relevant passage shares its topic words; negatives are other topics."""
+    rng = random.Random(seed)
+    names = sorted(TOPICS)
+    train, dev = [], []
+    for round_ in range(6):
+        for name in names:
+            query = " ".join(rng.sample(TOPICS[name].split(), 3))
+            others = [TOPICS[n] for n in names if n != name]
+            if round_ < 4:
+                train.append(Group(query, (TOPICS[name], *others[:3]), (1, 0, 0, 0)))
+            else:
+                hits = [Candidate(name, TOPICS[name], 0.2, True)] + [
+                    Candidate(f"x{i}", text, 0.5, False) for i, text in enumerate(others)
+                ]
+                dev.append(QueryCandidates("toy", f"{name}{round_}", query, tuple(hits), (), ()))
+    return train, dev, list(TOPICS.values())
+
+
+RECIPE = Recipe(layers=1, max_length=32, epochs=2, batch_groups=4, lr_encoder=1e-3, quantize=False)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Checkpoints go to a temporary cache, never the user's."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RAGBRAIN_CACHE", str(tmp_path_factory.mktemp("cache")))
+        yield
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("critic")
+    train, dev, corpus = synthetic()
+    out = root / "critic"
+    train_critic(
+        train, dev, corpus, out, RECIPE, sources={"toy": {}}, base=tiny_base(root / "base")
+    )
+    return out
+
+
+def test_training_writes_a_loadable_calibrated_folder(trained: Path) -> None:
+    calibration = json.loads((trained / CALIBRATION_FILE).read_text(encoding="utf-8"))
+    assert 0.0 <= calibration["threshold"] <= 1.0
+    assert calibration["activation"] == "sigmoid"
+    assert calibration["recipe"]["epochs"] == 2 and "toy" in calibration["training"]
+    assert calibration["dev"]["toy"]["relevant_kept"] >= 0.9  # the threshold meets its target
+    critic = TransformerCritic(trained)
+    scores = critic.score("redis cache stampede", [TOPICS["redis"], TOPICS["csv"]])
+    assert len(scores) == 2 and all(0.0 <= s <= 1.0 for s in scores)
+
+
+def test_training_learns_the_synthetic_task(trained: Path) -> None:
+    critic = TransformerCritic(trained)
+    _, dev, _ = synthetic(seed=1)
+    wins = 0
+    for item in dev:
+        scores = critic.score(item.query, [c.text for c in item.candidates])
+        wins += scores[0] == max(scores)
+    assert wins >= 0.8 * len(dev)
+
+
+def test_training_is_reproducible(trained: Path, tmp_path: Path) -> None:
+    train, dev, corpus = synthetic()
+    again = tmp_path / "again"
+    train_critic(
+        train, dev, corpus, again, RECIPE, sources={"toy": {}}, base=tiny_base(tmp_path / "b")
+    )
+    first = json.loads((trained / CALIBRATION_FILE).read_text(encoding="utf-8"))
+    second = json.loads((again / CALIBRATION_FILE).read_text(encoding="utf-8"))
+    assert first["threshold"] == second["threshold"]
+    assert first["combiner"]["weights"] == second["combiner"]["weights"]
+
+
+def test_a_finished_checkpoint_is_kept_for_restarts(trained: Path) -> None:
+    state = work_dir(trained) / "checkpoint" / "state.json"
+    assert json.loads(state.read_text(encoding="utf-8"))["epochs_done"] == 2
+    assert (work_dir(trained) / "checkpoint" / WEIGHTS_FILE).is_file()
+
+
+def test_batch_scoring_matches_one_by_one(trained: Path) -> None:
+    critic = TransformerCritic(trained, batch_size=2)
+    passages = list(TOPICS.values())
+    batched = critic.score("jwt key rotation login", passages)
+    single = [critic.score("jwt key rotation login", [p])[0] for p in passages]
+    assert batched == pytest.approx(single, abs=1e-4)
+    assert critic.score("jwt", []) == []
+
+
+def test_a_nan_logit_scores_nan(trained: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    critic = TransformerCritic(trained)
+    monkeypatch.setattr(critic, "logits", lambda q, p: torch.full((len(p), 1), math.nan))
+    assert all(math.isnan(s) for s in critic.score("q", ["a", "b"]))
+
+
+@pytest.mark.parametrize(
+    ("made", "match"),
+    [
+        ([Group("q", ("a", "b"), (0, 0))], "no positive pairs"),
+        ([Group("q", ("a",), (1,))], "no usable negatives"),
+    ],
+    ids=["no-positives", "no-negatives"],
+)
+def test_unusable_training_data_stops_early(made: list[Group], match: str) -> None:
+    with pytest.raises(NoTrainingDataError, match=match):
+        check_usable("toy", [], made)
