@@ -29,13 +29,13 @@ SCENARIOS: list[tuple[str, str, dict[str, Any]]] = [
     ),
     (
         "Filtered to decisions, but the answer is a bug write-up: the gate says 'poor' and "
-        "the fallback search without the filter rescues it (marked *).",
+        "the fallback search without the filter rescues it (marked 'fallback').",
         "Why did the nightly database backup fail?",
         {"type_filter": "decision"},
     ),
     (
-        "Nothing in the notes is about this: the gate says 'poor' and there is nothing to "
-        "rescue. The critic, when on, is what drops such chunks.",
+        "Nothing in the notes is about this: the gate says 'poor', there is nothing to "
+        "rescue, and the critic drops the chunks it judges irrelevant.",
         "How do we configure Kafka consumer groups?",
         {},
     ),
