@@ -89,6 +89,22 @@ def test_hybrid_fallback_widens_the_type_filter(fake_store: Store) -> None:
     assert any(d.metadata["type"] == "decision" for d in out["documents"])
 
 
+def test_hybrid_fallback_puts_the_rescued_chunk_first(fake_store: Store) -> None:
+    out = run(
+        fake_store,
+        "nightly backup s3 credentials expired",
+        k=3,
+        gate_threshold=0.5,
+        types=["lesson"],
+    )
+    assert out["verdict"] == "poor" and out["fallback"]
+    distances = [d.metadata[RETRIEVAL_KEY]["distance"] for d in out["documents"]]
+    assert distances == sorted(distances)  # merged by distance, as the issue asks
+    top = out["documents"][0]
+    assert top.metadata["source"] == "bug/backup.md"
+    assert top.metadata[RETRIEVAL_KEY]["from_fallback"] is True
+
+
 def test_without_a_lexical_index_hybrid_says_so(fake_store: Store) -> None:
     out = run(fake_store, "redis", lexical=False, k=2)
     assert "no lexical index" in out["notes"][1]

@@ -57,34 +57,31 @@ def make_fallback_search(store: Store, lexical: LexicalSearcher | None = None) -
                 hybrid_search,
             )
 
-            rankings: list[list[Hit] | list[str]] = [state["hits"]]
-            rung_names = []
-            if types:
-                wide = (
-                    hybrid_search(
-                        store,
-                        lexical.index,
-                        query,
-                        depth,
-                        trust_dense=dense_trusted(
-                            store, query, context_of(runtime).dense_languages
-                        ),
-                    )[0]
-                    if hybrid
-                    else store.search(query, depth, None)
-                )
-                rankings.append([Hit(**{**hit, "from_fallback": True}) for hit in wide])
-                rung_names.append("without the type filter")
-            if not hybrid:
+            if hybrid:
+                # The type-free hybrid search already holds the lexical rung: merge it with
+                # the first search by distance, as the dense fallback does, so a rescued chunk
+                # is not outranked by the filtered hits the gate just judged poor.
+                trust = dense_trusted(store, query, context_of(runtime).dense_languages)
+                wide = hybrid_search(store, lexical.index, query, depth, trust_dense=trust)[0]
+                rescued = [Hit(**{**hit, "from_fallback": True}) for hit in wide]
+                merged = merge_hits(state["hits"], rescued, depth)
+                rungs = "without the type filter (hybrid)"
+            else:
+                rankings: list[list[Hit] | list[str]] = [state["hits"]]
+                rung_names = []
+                if types:
+                    found = store.search(query, depth, None)
+                    rankings.append([Hit(**{**hit, "from_fallback": True}) for hit in found])
+                    rung_names.append("without the type filter")
                 matches = lexical.index.search(query, max(depth, CANDIDATES))
                 rankings.append([match.id for match in matches])
                 rung_names.append(f"lexical rescue ({len(matches)} BM25 hits)")
-            first_ids = {hit["id"] for hit in state["hits"]}
-            merged = [
-                hit if hit["id"] in first_ids else Hit(**{**hit, "from_fallback": True})
-                for hit in fuse_hits(store, query, rankings, depth)
-            ]
-            rungs = " + ".join(rung_names)
+                first_ids = {hit["id"] for hit in state["hits"]}
+                merged = [
+                    hit if hit["id"] in first_ids else Hit(**{**hit, "from_fallback": True})
+                    for hit in fuse_hits(store, query, rankings, depth)
+                ]
+                rungs = " + ".join(rung_names)
         first_ids = {hit["id"] for hit in state["hits"]}
         new = sum(hit["id"] not in first_ids for hit in merged)
         note = f"fallback search {rungs}: {new} new of {len(merged)} kept"
