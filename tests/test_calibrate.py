@@ -52,7 +52,7 @@ def test_self_supervised_calibration_reaches_the_retriever(
 ) -> None:
     path = Path(fake_store.location)
     result = run_calibration(
-        None,
+        [],
         "train",
         path,
         fake_store.embeddings,
@@ -68,20 +68,21 @@ def test_self_supervised_calibration_reaches_the_retriever(
     assert result.plot.stat().st_size > 0
 
     retriever = CorrectiveRetriever.from_store(path, embeddings=fake_store.embeddings, critic=None)
-    assert retriever.context.gate_threshold == pytest.approx(threshold)
+    assert retriever.run("nightly backup")["gate"] == pytest.approx(threshold)
     # An explicit gate from the caller wins over the calibrated one.
     explicit = RetrievalContext(gate_threshold=0.123)
     kept = CorrectiveRetriever.from_store(
         path, embeddings=fake_store.embeddings, critic=None, context=explicit
     )
-    assert kept.context.gate_threshold == 0.123
+    assert kept.run("nightly backup")["gate"] == 0.123
 
 
 def test_uncalibrated_store_keeps_the_default(fake_store: Store) -> None:
     path = Path(fake_store.location)
     assert Store.read_gate_threshold(path) is None
     retriever = CorrectiveRetriever.from_store(path, embeddings=fake_store.embeddings, critic=None)
-    assert retriever.context.gate_threshold == DEFAULT_GATE_THRESHOLD
+    # The fake embedding model has no shipped calibration.
+    assert retriever.run("nightly backup")["gate"] == DEFAULT_GATE_THRESHOLD
 
 
 def test_labelled_calibration_needs_both_outcomes(
@@ -92,7 +93,7 @@ def test_labelled_calibration_needs_both_outcomes(
     # Six documents, top 10: every search holds its relevant document, so nothing to contrast.
     with pytest.raises(InvalidInputError, match="both with and without a relevant chunk"):
         run_calibration(
-            data,
+            [data],
             "test",
             None,
             BagOfWordsEmbeddings(),

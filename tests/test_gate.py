@@ -7,19 +7,36 @@ from typing import Any
 
 import pytest
 
-from ragbrain.context import RetrievalContext
+from ragbrain.context import DEFAULT_GATE_THRESHOLD, RetrievalContext
+from ragbrain.embeddings import DEFAULT_EMBEDDING_MODEL
+from ragbrain.gates import SHIPPED_GATES, store_gate
 from ragbrain.nodes.fallback import merge_hits
-from ragbrain.nodes.quality import assess_quality, route_by_verdict
+from ragbrain.nodes.quality import make_assess_quality, route_by_verdict
 from ragbrain.state import Hit
+from ragbrain.store import Store
 
 
 def hit(id_: str, distance: float, from_fallback: bool = False) -> Hit:
     return Hit(id=id_, text=id_, metadata={}, distance=distance, from_fallback=from_fallback)
 
 
-def gate(distances: list[float], threshold: float = 0.55) -> dict[str, Any]:
+class GateStore:
+    """Only what the gate reads of a store: its calibration and its embedding model."""
+
+    def __init__(self, calibrated: float | None = None, model: str = "some-model") -> None:
+        self.calibrated = calibrated
+        self.embeddings = SimpleNamespace(model_name=model)
+
+    def gate_threshold(self) -> float | None:
+        return self.calibrated
+
+
+def gate(
+    distances: list[float], threshold: float | None = 0.55, store: GateStore | None = None
+) -> dict[str, Any]:
     runtime = SimpleNamespace(context=RetrievalContext(gate_threshold=threshold))
     state = {"hits": [hit(str(i), d) for i, d in enumerate(distances)]}
+    assess_quality = make_assess_quality(store or GateStore())  # type: ignore[arg-type]
     return assess_quality(state, runtime)  # type: ignore[arg-type]
 
 
@@ -44,6 +61,46 @@ def test_verdict(distances: list[float], verdict: str, best: float | None) -> No
 def test_threshold_is_a_setting() -> None:
     assert gate([0.4], threshold=0.3)["verdict"] == "poor"
     assert gate([0.4], threshold=0.5)["verdict"] == "good"
+
+
+@pytest.mark.parametrize(
+    ("store", "expected", "origin"),
+    [
+        (GateStore(calibrated=0.31), 0.31, "calibrated for this store"),
+        (
+            GateStore(calibrated=0.31, model=DEFAULT_EMBEDDING_MODEL),
+            0.31,
+            "calibrated for this store",
+        ),
+        (
+            GateStore(model=DEFAULT_EMBEDDING_MODEL),
+            SHIPPED_GATES[DEFAULT_EMBEDDING_MODEL].threshold,
+            f"shipped for {DEFAULT_EMBEDDING_MODEL}",
+        ),
+        (GateStore(), DEFAULT_GATE_THRESHOLD, "default"),
+    ],
+    ids=["store-calibrated", "store-beats-shipped", "shipped-for-model", "unknown-model"],
+)
+def test_unset_gate_resolves_most_specific_first(
+    store: GateStore, expected: float, origin: str
+) -> None:
+    assert store_gate(store) == (expected, origin)  # type: ignore[arg-type]
+    result = gate([expected + 0.01], threshold=None, store=store)
+    assert result["verdict"] == "poor" and result["gate"] == expected
+    assert origin in result["notes"][0]
+
+
+def test_a_gate_in_the_context_wins_over_the_store() -> None:
+    result = gate([0.4], threshold=0.5, store=GateStore(calibrated=0.1))
+    assert result["verdict"] == "good" and result["gate"] == 0.5
+    assert "set in the context" in result["notes"][0]
+
+
+def test_shipped_gate_is_a_distance_with_its_command() -> None:
+    for model, shipped in SHIPPED_GATES.items():
+        assert 0.0 < shipped.threshold < 2.0, model
+        assert shipped.command.startswith("ragbrain calibrate --data"), model
+    assert callable(Store.gate_threshold)  # the store method the resolution reads
 
 
 def test_router_reads_the_verdict() -> None:

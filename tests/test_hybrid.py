@@ -149,8 +149,22 @@ def test_weighted_rrf_lets_one_side_only_fill_in() -> None:
         ("แคช", None, False),
         ("キャッシュ", ("en", "ja"), True),
         ("redis", ("th",), False),
+        ("Hainesと誰が、StripTheoryを考案しましたか?", None, False),
+        ("Hainesと誰が、StripTheoryを考案しましたか?", ("en", "ja"), True),
+        ("🙂 ...", None, True),
+        ("TNF-α levels rise in sepsis", None, True),
     ],
-    ids=["en-default", "ja-default", "th-default", "ja-listed", "en-not-listed"],
+    ids=[
+        "en-default",
+        "ja-default",
+        "th-default",
+        "ja-listed",
+        "en-not-listed",
+        "mostly-latin-japanese",
+        "mixed-listed",
+        "no-letters",
+        "greek-letter-in-english",
+    ],
 )
 def test_dense_is_trusted_by_query_language(
     fake_store: Store, query: str, languages: tuple[str, ...] | None, trusted: bool

@@ -239,3 +239,11 @@ def test_notes_fixture_words_are_searchable(fake_store: Store) -> None:
     index = sync_lexical(fake_store)
     assert len(index) == len(NOTES)
     assert index.search("rabbitmq", 1)
+
+
+def test_script_counts_count_letters_per_script() -> None:
+    from ragbrain.lexical.tokens import script_counts
+
+    counts = script_counts("Hainesと誰が、StripTheoryを考案しましたか?")
+    assert counts == {"en": 17, "ja": 11}  # と誰が + を考案しましたか
+    assert script_counts("🙂 ...") == {}

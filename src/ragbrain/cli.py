@@ -229,9 +229,15 @@ def eval_(
 def calibrate(
     *,
     data: Annotated[
-        Path | None, typer.Option("--data", help="A labelled BEIR-layout folder.")
+        list[Path] | None,
+        typer.Option(
+            "--data",
+            help="A labelled BEIR-layout folder, DIR or DIR@SPLIT; repeat to pool several.",
+        ),
     ] = None,
-    split: Annotated[str, typer.Option(help="Labelled split (dev or train).")] = "train",
+    split: Annotated[
+        str, typer.Option(help="Labelled split (dev or train) of each --data without @SPLIT.")
+    ] = "train",
     store: StoreOption = None,
     samples: Annotated[
         int, typer.Option(help="Queries (labelled) or chunks (self-supervised) to use.")
@@ -247,7 +253,7 @@ def calibrate(
     try:
         with stage_reporter(err) as reporter:
             result = run_calibration(
-                data,
+                data or [],
                 split,
                 store,
                 default_embeddings(),

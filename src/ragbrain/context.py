@@ -65,11 +65,13 @@ SEARCH_MODES: tuple[SearchMode, ...] = ("dense", "hybrid")
 class RetrievalContext:
     """Knobs for one retrieval run; LangGraph Studio shows each field with its description."""
 
-    gate_threshold: float = field(
-        default=DEFAULT_GATE_THRESHOLD,
+    gate_threshold: float | None = field(
+        default=None,
         metadata={
             "description": "CRAG gate: the search is 'poor' when its best cosine distance exceeds "
-            "this (0 = identical, 2 = opposite). Calibrate it per embedding model."
+            "this (0 = identical, 2 = opposite). None: the threshold `ragbrain calibrate` wrote "
+            "into the store, else the one shipped for its embedding model (all-MiniLM-L6-v2: "
+            "0.455), else 0.55."
         },
     )
     depth_tiers: tuple[int, int, int] = field(
@@ -121,14 +123,15 @@ class RetrievalContext:
         default=None,
         metadata={
             "description": "Query languages ('en', 'ja', 'th', 'other', 'none') whose dense "
-            "ranking counts in hybrid fusion; for others BM25's order stands. None: only "
+            "ranking counts in hybrid fusion; a query with any other script in it keeps "
+            "BM25's order. None: only "
             "English for the English-only default model, every language for other models."
         },
     )
 
     def __post_init__(self) -> None:
         """Refuse settings that would make the pipeline misbehave, naming the field."""
-        if not 0.0 <= self.gate_threshold <= 2.0:
+        if self.gate_threshold is not None and not 0.0 <= self.gate_threshold <= 2.0:
             raise InvalidInputError(
                 f"gate_threshold must be a cosine distance in [0, 2], got {self.gate_threshold}."
             )

@@ -11,7 +11,7 @@ from ragbrain.context import RetrievalContext
 from ragbrain.nodes.critic import make_critic_filter
 from ragbrain.nodes.depth import choose_depth
 from ragbrain.nodes.fallback import make_fallback_search
-from ragbrain.nodes.quality import assess_quality, route_by_verdict
+from ragbrain.nodes.quality import make_assess_quality, route_by_verdict
 from ragbrain.nodes.search import make_vector_search
 from ragbrain.state import RetrievalInput, RetrievalOutput, RetrievalState
 
@@ -54,7 +54,7 @@ def build_graph(
     )
     builder.add_node(choose_depth)
     builder.add_node("vector_search", make_vector_search(store, lexical))
-    builder.add_node(assess_quality)
+    builder.add_node("assess_quality", make_assess_quality(store))
     builder.add_node("fallback_search", make_fallback_search(store, lexical))
     builder.add_node("critic_filter", make_critic_filter(critic, critic_off_reason))
 

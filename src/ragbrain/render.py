@@ -18,6 +18,7 @@ def run_to_dict(query: str, output: RetrievalOutput) -> dict[str, Any]:
         "complexity": output["complexity"],
         "verdict": output["verdict"],
         "best_distance": output["best_distance"],
+        "gate": output["gate"],
         "fallback": output.get("fallback", False),
         "critic": output["critic"],
         "notes": output["notes"],
@@ -50,7 +51,7 @@ def print_run(query: str, output: RetrievalOutput, console: Console, *, width: i
     console.print(f"query: {query}", markup=False, highlight=False, soft_wrap=True)
     console.print(
         f"  depth {run['depth']} (complexity {run['complexity']}) | verdict {run['verdict']} "
-        f"(best distance {'-' if best is None else f'{best:.3f}'}) | "
+        f"(best distance {'-' if best is None else f'{best:.3f}'}, gate {run['gate']:.3f}) | "
         f"fallback {'yes' if run['fallback'] else 'no'} | critic {run['critic']}",
         markup=False,
         highlight=False,

@@ -15,13 +15,12 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from pydantic import ConfigDict, Field
 
-from ragbrain.context import DEFAULT_GATE_THRESHOLD, RetrievalContext
+from ragbrain.context import RetrievalContext
 from ragbrain.errors import InvalidInputError
 from ragbrain.factory import CriticChoice, OnCriticError, open_graph
 from ragbrain.inputs import check_k, check_query, check_types
 from ragbrain.resilience import StorePolicy
 from ragbrain.state import RetrievalInput, RetrievalOutput
-from ragbrain.store import Store
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -93,12 +92,6 @@ class CorrectiveRetriever(BaseRetriever):
             server=server,
             policy=policy,
         )
-        # A threshold written by `ragbrain calibrate` replaces the default gate, unless the
-        # caller's context sets another one.
-        context = fields.get("context") or RetrievalContext()
-        calibrated = Store.read_gate_threshold(path, server=server, policy=policy)
-        if calibrated is not None and context.gate_threshold == DEFAULT_GATE_THRESHOLD:
-            fields["context"] = dataclasses.replace(context, gate_threshold=calibrated)
         return cls(graph=graph, **fields)
 
     @classmethod

@@ -38,6 +38,7 @@ class RetrievalOutput(TypedDict):
     complexity: int
     depth: int
     best_distance: float | None
+    gate: float
     verdict: Verdict
     fallback: bool
     critic: str
@@ -53,6 +54,7 @@ class RetrievalState(TypedDict):
     depth: int
     hits: list[Hit]
     best_distance: float | None
+    gate: float
     verdict: Verdict
     fallback: bool
     critic: str

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -48,8 +48,19 @@ class CalibrationRun:
         return "\n".join(lines)
 
 
+def data_folder(given: Path, split: str) -> tuple[Path, str]:
+    """``DIR`` means DIR's ``split``; ``DIR@SPLIT`` names the split for that folder alone."""
+    from pathlib import Path
+
+    text = str(given)
+    if "@" in text:
+        folder, _, named = text.rpartition("@")
+        return Path(folder), named
+    return given, split
+
+
 def run_calibration(
-    data: Path | None,
+    data: Sequence[Path],
     split: str,
     store_path: Path | None,
     embeddings: Embeddings,
@@ -59,10 +70,15 @@ def run_calibration(
     reporter: Reporter,
     write: bool = True,
 ) -> CalibrationRun:
-    """Calibrate from labelled ``data`` (its cached corpus store) or self-supervised from a store.
+    """Calibrate from labelled ``data`` (their cached corpus stores) or from a store's own chunks.
 
-    With ``data``, the threshold is written into ``store_path`` only when one is given; without
-    ``data``, ``store_path`` (None: the default store) supplies the samples and receives it.
+    Args:
+        data: Labelled BEIR-layout folders (``DIR`` or ``DIR@SPLIT``); the samples of all of
+            them are pooled into one threshold. Empty: self-supervised from ``store_path``.
+        split: The split of each folder that does not name one.
+        store_path: With ``data``, the store that receives the threshold (None: none does);
+            without, the store (None: the default one) that supplies the samples and receives it.
+        samples: Queries per folder (labelled) or chunks (self-supervised).
 
     Raises:
         DataSetError, StoreNotFoundError, InvalidInputError: bad data, no store, one class only.
@@ -75,12 +91,21 @@ def run_calibration(
         raise InvalidInputError(f"--samples must be at least 10, got {samples}.")
     model = model_name_of(embeddings)
     target: Store | None = None
-    if data is not None:
-        labelled = load_split(data, split)
-        source = f"{labelled.name}/{split}, {model}, labelled, {samples} queries"
-        corpus = corpus_store(labelled, embeddings, progress=reporter("embedding corpus"))
-        distances, no_relevant = labelled_samples(labelled, corpus, limit=samples)
-        name = f"calibrate-{labelled.name}-{split}"
+    distances: list[float] = []
+    no_relevant: list[bool] = []
+    if data:
+        names = []
+        for given in data:
+            labelled = load_split(*data_folder(given, split))
+            corpus = corpus_store(
+                labelled, embeddings, progress=reporter(f"embedding {labelled.name} corpus")
+            )
+            more_distances, more_flags = labelled_samples(labelled, corpus, limit=samples)
+            distances += more_distances
+            no_relevant += more_flags
+            names.append(f"{labelled.name}-{labelled.split}")
+        source = f"{' + '.join(names)}, {model}, labelled, up to {samples} queries each"
+        name = "calibrate-" + "+".join(names)
         if store_path is not None:
             target = Store.open(store_path, embeddings)
     else:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ragbrain.lexical.tokens import detect_language
+from ragbrain.lexical.tokens import Language, script_counts
 from ragbrain.state import Hit
 
 if TYPE_CHECKING:
@@ -24,6 +24,12 @@ RRF_K = 60
 CANDIDATES = 30
 #: What ``dense_trusted`` assumes the English-only default model reads.
 ENGLISH_ONLY = ("en", "none")
+#: Scripts that count wherever they appear in a query, not only as its main script: a
+#: Japanese question quoting English names ("Hainesと誰が、StripTheoryを考案しましたか") is
+#: mostly Latin letters, yet an English-only model cannot read the question. Other scripts
+#: count only as the main one, so a Greek letter in a scientific claim (TNF-alpha written
+#: with the letter) changes nothing.
+ALWAYS_COUNTED: tuple[Language, ...] = ("ja", "th")
 
 
 def rrf(
@@ -85,10 +91,11 @@ def dense_trusted(store: Store, query: str, languages: Sequence[str] | None) -> 
 
     Args:
         store: Its embedding model decides when ``languages`` is None.
-        query: Its main script is detected (``detect_language``).
-        languages: Query languages the embedding model reads; None means: only English
-            (and text without letters) for the English-only default model, every language
-            for any other model.
+        query: Its main script, and Japanese or Thai wherever they appear
+            (``ALWAYS_COUNTED``), must be languages the model reads.
+        languages: Query languages the embedding model reads (``script_counts`` names);
+            None means: only English (and text without letters) for the English-only default
+            model, every language for any other model.
     """
     if languages is None:
         from ragbrain.embeddings import DEFAULT_EMBEDDING_MODEL, model_name_of
@@ -96,7 +103,10 @@ def dense_trusted(store: Store, query: str, languages: Sequence[str] | None) -> 
         if model_name_of(store.embeddings) != DEFAULT_EMBEDDING_MODEL:
             return True
         languages = ENGLISH_ONLY
-    return detect_language(query) in languages
+    counts = script_counts(query)
+    main: Language = counts.most_common(1)[0][0] if counts else "none"
+    present = {main, *(script for script in ALWAYS_COUNTED if counts[script])}
+    return all(script in languages for script in present)
 
 
 def hybrid_search(

@@ -136,12 +136,12 @@ def tokenize(text: str) -> list[str]:
     return tokens + _stem(latin) if latin else tokens
 
 
-def detect_language(text: str) -> Language:
-    """The script most of ``text``'s letters are written in.
+def script_counts(text: str) -> Counter[Language]:
+    """How many letters and digits of ``text`` each script has (``"none"`` never appears).
 
     Returns:
-        ``"th"``, ``"ja"`` (kana or kanji), ``"en"`` (Latin letters), ``"other"`` (letters of
-        another script) or ``"none"`` (no letters or digits at all: punctuation, emoji).
+        Counts under ``"th"``, ``"ja"`` (kana or kanji), ``"en"`` (Latin letters and digits)
+        and ``"other"`` (letters of another script).
     """
     counts: Counter[Language] = Counter()
     for match in _RUNS.finditer(normalize(text)):
@@ -152,4 +152,15 @@ def detect_language(text: str) -> Language:
             counts["en"] += len(run)
         else:
             counts["other"] += len(run)
+    return counts
+
+
+def detect_language(text: str) -> Language:
+    """The script most of ``text``'s letters are written in.
+
+    Returns:
+        ``"th"``, ``"ja"`` (kana or kanji), ``"en"`` (Latin letters), ``"other"`` (letters of
+        another script) or ``"none"`` (no letters or digits at all: punctuation, emoji).
+    """
+    counts = script_counts(text)
     return counts.most_common(1)[0][0] if counts else "none"

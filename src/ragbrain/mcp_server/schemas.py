@@ -134,6 +134,7 @@ class SearchResult(BaseModel):
     complexity: int = Field(description="The query's complexity score, which chose the depth.")
     verdict: Literal["good", "poor"] = Field(description="The quality gate's verdict.")
     best_distance: float | None = Field(description="The first search's best distance.")
+    gate: float = Field(description="The quality gate's threshold in this run.")
     fallback: bool = Field(description="The fallback search ran.")
     critic: str = Field(description="What the critic did.")
     notes: list[str] = Field(description="One line per pipeline step: what it decided and why.")

@@ -21,6 +21,7 @@ def _document(hit: Hit, score: float | None, state: RetrievalState, critic: str)
         "complexity": state["complexity"],
         "verdict": state["verdict"],
         "best_distance": state["best_distance"],
+        "gate": state["gate"],
         "fallback": state.get("fallback", False),
         "from_fallback": hit["from_fallback"],
         "critic": critic,
