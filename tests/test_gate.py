@@ -37,7 +37,7 @@ def gate(
     runtime = SimpleNamespace(context=RetrievalContext(gate_threshold=threshold))
     state = {"hits": [hit(str(i), d) for i, d in enumerate(distances)]}
     assess_quality = make_assess_quality(store or GateStore())  # type: ignore[arg-type]
-    return assess_quality(state, runtime)  # type: ignore[arg-type]
+    return assess_quality(state, runtime=runtime)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
