@@ -3,6 +3,8 @@
 The query vectors are embedded once, beforehand (the embedding cost is the same on every side
 and is not what this measures). Types are drawn with shares from 40% down to 1%, so the rare
 type shows the slow path of over-fetching (too few of that type among the nearest chunks).
+"Warm" is a long-lived store (its id -> type map and rare types' vectors filled by a first
+pass over the queries); "cold" is the first query of a fresh process (nothing known yet).
 
     python -m benchmarks.filter_speed [--size 100000] [--rounds 5]
 """
@@ -10,6 +12,7 @@ type shows the slow path of over-fetching (too few of that type among the neares
 from __future__ import annotations
 
 import argparse
+import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -43,8 +46,14 @@ def store_search(store: Store, query: str, type_: str | None) -> Callable[[], ob
 def measure(store: Store, rounds: int) -> dict[str, dict[str, float]]:
     """Interleaved timings of the unfiltered and the filtered searches, per type."""
     vectors = {q: store.embeddings.embed_query(q) for q in QUERIES}
+    warm = store._type_index
     for query in QUERIES:
         store.search(query, K)  # fills the query-embedding cache: searches only from here on
+        for type_ in TYPE_SHARES:
+            store.search(query, K, [type_])  # fills the warm type map, starts vector loads
+    for thread in threading.enumerate():
+        if thread.name == "ragbrain-type-vectors":
+            thread.join()
     sides: dict[str, tuple[bool, str | None]] = {  # name -> (raw Chroma?, type)
         "chroma, no filter": (True, None),
         "Store.search, no filter": (False, None),
@@ -59,8 +68,11 @@ def measure(store: Store, rounds: int) -> dict[str, dict[str, float]]:
         if raw:
             where: Where | None = {"type": type_} if type_ else None
             return chroma_query(store, vectors[query], where)
-        if name.endswith("cold"):  # a fresh process: no chunk types known yet
-            store._type_index = TypeIndex(store.collection)
+        if name.endswith("cold"):  # a fresh process: nothing known yet (and the vector
+            # load it would start in the background is left out of this query's time)
+            store._type_index = TypeIndex(store.collection, keep_vectors=False)
+        else:
+            store._type_index = warm
         return store_search(store, query, type_)
 
     names = list(sides)

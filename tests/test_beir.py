@@ -10,6 +10,7 @@ import pytest
 from ragbrain.evaluation.beir import DataSetError, corpus_store, load_split
 from ragbrain.evaluation.evaluate import EvalOptions, evaluate
 from ragbrain.evaluation.report import write_atomic
+from ragbrain.store import Store
 from tests.fakes import BagOfWordsEmbeddings
 
 CORPUS = [
@@ -195,3 +196,72 @@ def test_type_filtered_search_matches_brute_force(tmp_path: Path, k: int) -> Non
         hits = store.search(query, k, [type_])
         assert {h["metadata"]["type"] for h in hits} == {type_}
         assert [h["distance"] for h in hits] == pytest.approx(expected[:k], abs=1e-4)
+
+
+def _rare_store(tmp_path: Path) -> tuple[Store, list[list[float]]]:
+    texts = [f"note {i} about {'redis cache' if i % 2 else 'helm deploy'}" for i in range(60)]
+    types = ["rare" if i % 20 == 0 else "common" for i in range(60)]  # 3 rare of 60
+    store = Store.open(tmp_path / "s", BagOfWordsEmbeddings(), create=True)
+    vectors = store.embeddings.embed_documents(texts)
+    store.upsert([f"c{i}" for i in range(60)], texts, [{"type": t} for t in types], vectors)
+    return store, vectors
+
+
+def test_rare_type_search_sees_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rare type's in-memory vectors follow this store's writes, and another writer's
+    once the collection's count changes."""
+    from ragbrain import type_index
+
+    monkeypatch.setattr(type_index, "LOAD_IN_BACKGROUND", False)
+    store, _ = _rare_store(tmp_path)
+    assert {h["id"] for h in store.search("redis cache", 5, ["rare"])} == {"c0", "c20", "c40"}
+    assert store._type_index._vectors[frozenset({"rare"})] is not None  # searched in memory
+    text = "redis cache stampede"
+    store.upsert(["new"], [text], [{"type": "rare"}], store.embeddings.embed_documents([text]))
+    assert "new" in {h["id"] for h in store.search("redis cache", 5, ["rare"])}
+    store.delete(["c20"])
+    assert "c20" not in {h["id"] for h in store.search("redis cache", 5, ["rare"])}
+
+    monkeypatch.setattr(type_index, "RECHECK_SECONDS", 0.0)
+    other = "helm deploy rollback"
+    store.collection.add(  # another writer: the store's own caches are not told
+        ids=["other"],
+        documents=[other],
+        metadatas=[{"type": "rare"}],
+        embeddings=store.embeddings.embed_documents([other]),
+    )
+    assert "other" in {h["id"] for h in store.search("helm deploy", 5, ["rare"])}
+
+
+def test_too_common_a_rare_type_asks_chromas_filter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragbrain import type_index
+
+    monkeypatch.setattr(type_index, "MAX_CACHED", 2)  # the 3 rare chunks are too many to keep
+    monkeypatch.setattr(type_index, "LOAD_IN_BACKGROUND", False)
+    store, vectors = _rare_store(tmp_path)
+    q = store.embeddings.embed_query("redis cache")
+    hits = store.search("redis cache", 3, ["rare"])
+    expected = sorted(_cosine(q, vectors[i]) for i in (0, 20, 40))
+    assert [h["distance"] for h in hits] == pytest.approx(expected, abs=1e-4)
+    assert store._type_index._vectors == {frozenset({"rare"}): None}
+
+
+def test_rare_type_vectors_load_in_the_background(tmp_path: Path) -> None:
+    """The first rare-type query is answered by Chroma's filter while the vectors load; the
+    next ones are searched in memory, with the same results."""
+    import threading
+    import time
+
+    store, _ = _rare_store(tmp_path)
+    first = store.search("redis cache", 5, ["rare"])
+    deadline = time.monotonic() + 10
+    for thread in threading.enumerate():
+        if thread.name == "ragbrain-type-vectors":
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
+    assert not store._type_index._loading
+    assert store._type_index._vectors[frozenset({"rare"})] is not None
+    again = store.search("redis cache", 5, ["rare"])
+    assert [h["id"] for h in again] == [h["id"] for h in first]
+    assert [h["distance"] for h in again] == pytest.approx([h["distance"] for h in first])

@@ -19,6 +19,8 @@ from ragbrain.context import DEFAULT_GATE_THRESHOLD
 from ragbrain.embeddings import DEFAULT_EMBEDDING_MODEL, model_name_of
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ragbrain.store import Store
 
 
@@ -43,13 +45,30 @@ SHIPPED_GATES: dict[str, ShippedGate] = {
 }
 
 
-def store_gate(store: Store) -> tuple[float, str]:
-    """The gate threshold for runs over ``store`` whose context leaves it None, and its origin."""
-    calibrated = store.gate_threshold()
-    if calibrated is not None:
-        return calibrated, "calibrated for this store"
-    model = model_name_of(store.embeddings)
+def model_gate(model: str) -> tuple[float, str]:
+    """The threshold shipped for ``model`` (else the default), and its origin."""
     shipped = SHIPPED_GATES.get(model)
     if shipped is not None:
         return shipped.threshold, f"shipped for {model}"
     return DEFAULT_GATE_THRESHOLD, "default"
+
+
+def gate_resolver(store: Store) -> Callable[[], tuple[float, str]]:
+    """A cheap per-run lookup of ``store``'s gate: the model's part is resolved on the first
+    call and kept, the store's calibration (in memory with the collection) read every time."""
+    by_model: list[tuple[float, str]] = []
+
+    def resolve() -> tuple[float, str]:
+        calibrated = store.gate_threshold()
+        if calibrated is not None:
+            return calibrated, "calibrated for this store"
+        if not by_model:
+            by_model.append(model_gate(model_name_of(store.embeddings)))
+        return by_model[0]
+
+    return resolve
+
+
+def store_gate(store: Store) -> tuple[float, str]:
+    """The gate threshold for runs over ``store`` whose context leaves it None, and its origin."""
+    return gate_resolver(store)()

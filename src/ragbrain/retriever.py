@@ -124,16 +124,16 @@ class CorrectiveRetriever(BaseRetriever):
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         payload, context = self._prepare(query, kwargs)
-        config = RunnableConfig(callbacks=run_manager.get_child())
-        output = self.graph.invoke(payload, config=config, context=context)
+        output = self.graph.invoke(payload, config=_child_config(run_manager), context=context)
         return list(output["documents"])
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         payload, context = self._prepare(query, kwargs)
-        config = RunnableConfig(callbacks=run_manager.get_child())
-        output = await self.graph.ainvoke(payload, config=config, context=context)
+        output = await self.graph.ainvoke(
+            payload, config=_child_config(run_manager), context=context
+        )
         return list(output["documents"])
 
     def run(self, query: str, **kwargs: Any) -> RetrievalOutput:
@@ -145,3 +145,14 @@ class CorrectiveRetriever(BaseRetriever):
         payload, context = self._prepare(query, kwargs)
         output: RetrievalOutput = self.graph.invoke(payload, context=context)
         return output
+
+
+def _child_config(
+    run_manager: CallbackManagerForRetrieverRun | AsyncCallbackManagerForRetrieverRun,
+) -> RunnableConfig | None:
+    """The graph's node runs nest under the retriever's run when anything listens to it;
+    with no callback handlers at all (no tracer, no callbacks) the graph gets none, which
+    spares LangGraph its per-node callback bookkeeping (about 0.4 ms a query here)."""
+    if not run_manager.handlers and not run_manager.inheritable_handlers:
+        return None
+    return RunnableConfig(callbacks=run_manager.get_child())

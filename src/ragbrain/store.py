@@ -24,7 +24,7 @@ from ragbrain.errors import (
 )
 from ragbrain.resilience import StorePolicy, bound_requests, call
 from ragbrain.state import Hit
-from ragbrain.type_index import TypeIndex, typed_nearest
+from ragbrain.type_index import TypeIndex, type_where, typed_nearest
 
 if TYPE_CHECKING:
     import httpx
@@ -153,14 +153,6 @@ def _space(collection: Collection) -> str:
         if config.get(index):
             return str(config[index].get("space", "l2"))
     return str((collection.metadata or {}).get("hnsw:space", "l2"))
-
-
-def _type_where(types: Sequence[str] | None) -> dict[str, Any] | None:
-    if not types:
-        return None
-    if len(types) == 1:
-        return {"type": types[0]}
-    return {"type": {"$in": list(types)}}
 
 
 class Store:
@@ -360,7 +352,7 @@ class Store:
         # over-fetch unfiltered and filter in memory (see type_index.py); a rare type falls
         # through to Chroma's own filter.
         hits = typed_nearest(self.collection, self._type_index, vector[0], k, set(types))
-        return hits if hits is not None else self._nearest(vector, k, _type_where(types))
+        return hits if hits is not None else self._nearest(vector, k, type_where(types))
 
     def _nearest(
         self, vector: list[Sequence[float]], k: int, where: dict[str, Any] | None
@@ -461,6 +453,7 @@ class Store:
 
     def delete(self, ids: Sequence[str]) -> None:
         """Remove chunks by id."""
+        self._type_index.forget(ids)
         with self._lock:
             for start in range(0, len(ids), _BATCH):
                 batch = list(ids[start : start + _BATCH])
