@@ -8,7 +8,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-BENCHMARKS = ("latency", "ingest_speed", "filter_speed", "mcp_roundtrip")
+BENCHMARKS = ("latency", "ingest_speed", "filter_speed", "mcp_roundtrip", "faults")
 
 
 def main() -> None:

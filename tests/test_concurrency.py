@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
 from langchain_core.documents import Document
 
 from ragbrain import RETRIEVAL_KEY, CorrectiveRetriever, build_graph
@@ -16,6 +17,8 @@ from ragbrain.ingest import ingest
 from ragbrain.state import Hit
 from ragbrain.store import Store
 from tests.fakes import NOTES, BagOfWordsEmbeddings
+
+pytestmark = pytest.mark.faults
 
 # Each query names the note it must find first; a cross-talk between runs would break that.
 EXPECTED = {

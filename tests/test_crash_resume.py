@@ -19,7 +19,7 @@ from ragbrain.ingest import ingest
 from ragbrain.store import Store
 from tests.fakes import BagOfWordsEmbeddings
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.faults]
 
 TRIALS = 5
 ROOT = Path(__file__).resolve().parents[1]

@@ -27,6 +27,8 @@ from ragbrain.resilience import StorePolicy, attempt_timeout, call, is_transient
 from ragbrain.store import Store, parse_server_url
 from tests.fakes import BagOfWordsEmbeddings
 
+pytestmark = pytest.mark.faults
+
 FAST = StorePolicy(deadline=2.0, attempt_timeout=1.0, retries=3, backoff=0.01, max_backoff=0.02)
 
 

@@ -18,7 +18,7 @@ from ragbrain.store import COLLECTION, Store
 from tests.chroma_server import ChromaServer, free_port
 from tests.fakes import BagOfWordsEmbeddings
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.faults]
 
 # Short deadlines keep the suite fast; the margins are what the issue promises.
 POLICY = StorePolicy(deadline=1.5, attempt_timeout=0.5, retries=3, backoff=0.05, max_backoff=0.2)

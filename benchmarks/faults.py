@@ -1,0 +1,77 @@
+"""The fault tests, repeated: do they pass every time, or only sometimes?
+
+Runs the tests marked ``faults`` (a real ``chroma run`` absent, killed mid-query, frozen with
+SIGSTOP, restarted; ingestion killed with SIGKILL at random points, then rerun) several times in
+fresh pytest processes, and records each run's outcome, counts and duration. A flaky test shows
+up as a run with a failure; the run's own output is kept in the results for a look.
+
+    python -m benchmarks.faults [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import time
+from typing import Any
+
+from benchmarks.common import save, say
+
+_COUNTS = re.compile(r"(\d+) (passed|failed|error|errors|skipped)")
+
+
+def run_once() -> dict[str, Any]:
+    """One pytest run of the fault tests, in its own process."""
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-m", "faults", "-q", "-p", "no:cacheprovider"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    counts = {kind: 0 for kind in ("passed", "failed", "errors", "skipped")}
+    summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    for number, kind in _COUNTS.findall(summary):
+        counts["errors" if kind.startswith("error") else kind] += int(number)
+    return {
+        "exit_code": done.returncode,
+        "seconds": round(time.perf_counter() - started, 1),
+        **counts,
+        "summary": summary,
+        "failures": [line for line in done.stdout.splitlines() if line.startswith("FAILED")],
+    }
+
+
+def main() -> None:
+    """Run the fault tests ``--runs`` times; write results/faults.json and .md."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    runs = []
+    for number in range(1, args.runs + 1):
+        result = run_once()
+        say(f"run {number}/{args.runs}: {result['summary']}")
+        runs.append(result)
+    lines = [
+        "| run | result | passed | failed | errors | seconds |",
+        "|---|---|---|---|---|---|",
+        *(
+            f"| {i} | {'green' if r['exit_code'] == 0 else 'RED'} | {r['passed']} | "
+            f"{r['failed']} | {r['errors']} | {r['seconds']} |"
+            for i, r in enumerate(runs, start=1)
+        ),
+    ]
+    failures = sorted({f for r in runs for f in r["failures"]})
+    if failures:
+        lines += ["", "Failures:", *(f"- `{f}`" for f in failures)]
+    table = "\n".join(lines)
+    print(table)
+    save("faults", {"runs": runs}, table + "\n")
+    if any(r["exit_code"] != 0 for r in runs):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
