@@ -26,8 +26,14 @@ def free_port() -> int:
 class ChromaServer:
     """``chroma run --path DIR --host 127.0.0.1 --port PORT`` from the installed chromadb."""
 
-    def __init__(self, folder: Path, port: int | None = None) -> None:
+    def __init__(self, folder: Path, port: int | None = None, *, db: Path | None = None) -> None:
+        """Args:
+        folder: Where the server's log goes (and its database, unless ``db`` is given).
+        port: The port to listen on; None picks a free one.
+        db: An existing Chroma folder to serve instead of ``folder / "db"``.
+        """
         self.folder = folder
+        self.db = db or folder / "db"
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen[bytes] | None = None
@@ -38,7 +44,7 @@ class ChromaServer:
         self.folder.mkdir(parents=True, exist_ok=True)
         log = (self.folder.parent / f"chroma-{self.port}.log").open("ab")
         self.process = subprocess.Popen(
-            [str(CHROMA), "run", "--path", str(self.folder / "db"), *self._address()],
+            [str(CHROMA), "run", "--path", str(self.db), *self._address()],
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group, so nothing else gets the signals

@@ -182,7 +182,10 @@ def type_scenario(
             "recall@10": recall,
             "poor_share": rows["fallback"]["poor_share"],
             "p50_ms": {name: rows[name]["p50_ms"] for name in rows},
-            "recovered": recovery(recall["unfiltered"], recall["no-fallback"], recall["fallback"]),
+            # Only a wrong filter loses recall for the fallback to win back.
+            "recovered": recovery(recall["unfiltered"], recall["no-fallback"], recall["fallback"])
+            if keep
+            else None,
         }
     return result
 
