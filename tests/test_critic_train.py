@@ -157,3 +157,24 @@ def test_a_nan_logit_scores_nan(trained: Path, monkeypatch: pytest.MonkeyPatch) 
 def test_unusable_training_data_stops_early(made: list[Group], match: str) -> None:
     with pytest.raises(NoTrainingDataError, match=match):
         check_usable("toy", [], made)
+
+
+@pytest.mark.parametrize("candidates", ["hybrid", "dense"])
+def test_eval_judges_the_retrievers_candidates(
+    trained: Path, tmp_path: Path, candidates: str
+) -> None:
+    from ragbrain.critic.evaluate import evaluate
+    from ragbrain.critic.report import markdown
+    from tests.fakes import BagOfWordsEmbeddings
+    from tests.test_beir import make_folder
+
+    data = make_folder(tmp_path / "tiny")
+    critic = TransformerCritic(trained)
+    report = evaluate(data, "test", critic, BagOfWordsEmbeddings(), k=3, candidates=candidates)
+    assert report["candidate_search"] == candidates
+    assert report["candidates"] == 3 * report["queries"]
+    scorers = [row["scorer"] for row in report["rows"]]
+    assert scorers[0] == "keep everything" and scorers[-1] == "Tiny-Critic"
+    assert report["latency_ms"]["runs"] == report["queries"]
+    assert len(report["scores"]["critic"]) == report["candidates"]
+    assert f"{candidates} top 3" in markdown([report])

@@ -316,7 +316,11 @@ def critic_eval(
     out_dir: Annotated[
         Path, typer.Option("--out", help="Where the table, JSON and PNG go.")
     ] = Path("critic-eval"),
-    k: Annotated[int, typer.Option("--k", help="Dense candidates per query.")] = 10,
+    k: Annotated[int, typer.Option("--k", help="Candidates per query.")] = 10,
+    candidates: Annotated[
+        str,
+        typer.Option(help="The search that picks them: hybrid (the retriever's default) or dense."),
+    ] = "hybrid",
     max_queries: Annotated[
         int | None, typer.Option(help="Judge a seeded sample of this many queries.")
     ] = None,
@@ -325,7 +329,9 @@ def critic_eval(
     from ragbrain.critic.cli import run_eval
 
     try:
-        run_eval(data, split, critic_dir, out_dir, k, max_queries)
+        if candidates not in ("hybrid", "dense"):
+            raise InvalidInputError(f"--candidates must be hybrid or dense, got {candidates!r}.")
+        run_eval(data, split, critic_dir, out_dir, k, max_queries, candidates=candidates)
     except RagbrainError as exc:
         raise _fail(exc) from exc
 

@@ -92,6 +92,8 @@ def run_eval(
     out_dir: Path,
     k: int,
     max_queries: int | None = None,
+    *,
+    candidates: str = "hybrid",
 ) -> None:
     """Evaluate on each folder; write critic-eval.md/.json/.png into ``out_dir``."""
     from ragbrain.critic.evaluate import evaluate, load_timed
@@ -111,6 +113,7 @@ def run_eval(
                     critic,
                     embeddings,
                     k=k,
+                    candidates=candidates,
                     load_seconds=seconds,
                     rss_added_mb=rss,
                     max_queries=max_queries,

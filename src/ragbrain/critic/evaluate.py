@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragbrain.critic.metrics import keep_stats, roc_auc, threshold_for_recall
+from ragbrain.state import Hit
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -46,9 +47,29 @@ def _rss_mb() -> float:
     return math.nan
 
 
+Candidates = Callable[[str, int], list[Hit]]
+
+
+def retriever_candidates(store: Store, mode: str) -> Candidates:
+    """The top-k search the retriever runs before its critic: ``hybrid`` (its default: BM25 and
+    dense fused, with the language rule) or ``dense``."""
+    if mode == "dense":
+        return store.search
+    from ragbrain.lexical.fusion import dense_trusted, hybrid_search
+    from ragbrain.lexical.sync import LexicalSearcher
+
+    index = LexicalSearcher(store).index
+
+    def hybrid(query: str, k: int) -> list[Hit]:
+        trust = dense_trusted(store, query, None)
+        return hybrid_search(store, index, query, k, trust_dense=trust)[0]
+
+    return hybrid
+
+
 def judge(
     split: Split,
-    store: Store,
+    search: Candidates,
     critic: TransformerCritic,
     k: int,
     query_ids: Sequence[str],
@@ -56,12 +77,12 @@ def judge(
     *,
     score: bool = True,
 ) -> Judged:
-    """Search each query like the retriever does (top-``k`` dense) and score the hits (with
-    ``score=False`` only the distances and lexical overlap, for tuning the simple filters)."""
+    """Search each query like the retriever does (``search``'s top ``k``) and score the hits
+    (with ``score=False`` only the distances and lexical overlap, to tune the simple filters)."""
     out = Judged()
     for done, qid in enumerate(query_ids, start=1):
         query = split.queries[qid]
-        hits = store.search(query, k)
+        hits = search(query, k)
         relevant = split.relevant(qid)
         texts = [h["text"] for h in hits]
         out.labels += [h["id"] in relevant for h in hits]
@@ -114,6 +135,7 @@ def evaluate(
     embeddings: Embeddings,
     *,
     k: int = 10,
+    candidates: str = "hybrid",
     load_seconds: float = math.nan,
     rss_added_mb: float = math.nan,
     max_queries: int | None = None,
@@ -128,10 +150,11 @@ def evaluate(
     query_ids = sorted(split.queries)
     if max_queries is not None and max_queries < len(query_ids):
         query_ids = sorted(random.Random(0).sample(query_ids, max_queries))
-    judged = judge(split, store, critic, k, query_ids, stage(f"judging {split.name}"))
+    search = retriever_candidates(store, candidates)
+    judged = judge(split, search, critic, k, query_ids, stage(f"judging {split.name}"))
     tune, tune_ids = _tuning_ids(folder, split)
     target = float(critic.calibration.get("recipe", {}).get("target_recall", 0.9))
-    tuned = judge(tune, store, critic, k, tune_ids, score=False) if tune else None
+    tuned = judge(tune, search, critic, k, tune_ids, score=False) if tune else None
     labels = judged.labels
     neg_distance = [-d for d in judged.distances]
     rows = [
@@ -169,6 +192,7 @@ def evaluate(
         "candidates": len(labels),
         "relevant_share": sum(labels) / len(labels) if labels else math.nan,
         "k": k,
+        "candidate_search": candidates,
         "critic": str(critic.folder),
         "target_recall": target,
         "rows": rows,

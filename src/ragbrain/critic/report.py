@@ -27,7 +27,10 @@ def markdown(reports: Sequence[dict[str, Any]]) -> str:
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for report in reports:
-        name = f"{report['data_set']} ({report['split']}, {report['queries']} q)"
+        name = (
+            f"{report['data_set']} ({report['split']}, {report['queries']} q, "
+            f"{report.get('candidate_search', 'dense')} top {report['k']})"
+        )
         for row in report["rows"]:
             is_critic = row["scorer"] == "Tiny-Critic"
             lat = report["latency_ms"]
