@@ -14,7 +14,7 @@ class Recipe:
     """Encoder layers kept from MiniLM (the rest are cut: speed; <= 2 keeps the folder <= 10 MB)."""
     max_length: int = 96
     """Tokens per (query, chunk) pair for the cross-encoder; the lexical features read 512."""
-    epochs: int = 1
+    epochs: int = 4
     batch_groups: int = 6
     """Groups per optimizer step; a group is one positive and its query's negatives."""
     lr_encoder: float = 1e-4
@@ -25,7 +25,7 @@ class Recipe:
     hard_negatives: int = 3
     random_negatives: int = 1
     positives_per_query: int = 1
-    max_queries: int = 400
+    max_queries: int = 1000
     """Queries sampled per data set (train + dev together), so big sets do not dominate."""
     dev_fraction: float = 0.3
     mine_k: int = 20
