@@ -1,0 +1,86 @@
+"""The critic step alone: load time, memory, and p50/p95 for batches of 10 real chunks.
+
+Batches are 10 consecutive abstracts of a BEIR corpus (SciFact by default: long chunks, most
+longer than the critic's 96-token window) scored against a claim of the same set, the way the
+retriever's critic node calls it (one ``score`` call per query). Run on an idle machine: the
+timings are wall-clock.
+
+    python -m benchmarks.critic_speed [--data ../shared/data/scifact] [--batches 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import statistics
+import time
+from pathlib import Path
+
+from benchmarks.common import save, say, stats
+
+
+def rss_mib() -> float:
+    """This process's resident memory, from /proc."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def main() -> None:
+    """Measure and write results/critic_speed.json and .md."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=Path("../shared/data/scifact"))
+    parser.add_argument("--batches", type=int, default=60)
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    args = parser.parse_args()
+
+    import torch
+
+    from ragbrain.critic.model import TransformerCritic, default_critic_path
+    from ragbrain.embeddings import set_offline
+
+    set_offline()
+    import transformers  # noqa: F401  (imported before the clock: the retriever needs it anyway)
+
+    with (args.data / "corpus.jsonl").open(encoding="utf-8") as corpus:
+        docs = [json.loads(line) for line in itertools.islice(corpus, args.batches * 10)]
+    with (args.data / "queries.jsonl").open(encoding="utf-8") as queries:
+        claims = [json.loads(line)["text"] for line in itertools.islice(queries, args.batches)]
+    texts = [f"{d.get('title', '')}\n{d['text']}".strip() for d in docs]
+
+    before = rss_mib()
+    started = time.perf_counter()
+    critic = TransformerCritic(default_critic_path())
+    load_s = time.perf_counter() - started
+    rows: dict[str, dict[str, float]] = {}
+    for threads in args.threads:
+        torch.set_num_threads(threads)
+        critic.score(claims[0], texts[:10])  # warm-up
+        seconds = []
+        for i in range(args.batches):
+            batch = texts[i * 10 : i * 10 + 10]
+            began = time.perf_counter()
+            critic.score(claims[i % len(claims)], batch)
+            seconds.append(time.perf_counter() - began)
+        rows[f"{threads} torch thread(s)"] = stats(seconds)
+        say(f"{threads} thread(s): p50 {statistics.median(seconds) * 1000:.1f} ms")
+    added = rss_mib() - before
+    lines = [
+        f"Critic load {load_s:.2f} s (constructor, after importing torch and transformers); "
+        f"resident memory +{added:.0f} MB after load and {len(args.threads) * args.batches} "
+        "batches.",
+        "",
+        "| batch of 10 chunks | p50 ms | p95 ms |",
+        "|---|---|---|",
+        *(f"| {name} | {r['p50_ms']:.1f} | {r['p95_ms']:.1f} |" for name, r in rows.items()),
+    ]
+    table = "\n".join(lines)
+    print(table)
+    payload = {"load_seconds": load_s, "rss_added_mib": added, "data": str(args.data)}
+    save("critic_speed", {**payload, "results": rows}, table + "\n")
+
+
+if __name__ == "__main__":
+    main()
