@@ -27,10 +27,9 @@ def markdown(reports: Sequence[dict[str, Any]]) -> str:
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for report in reports:
-        name = (
-            f"{report['data_set']} ({report['split']}, {report['queries']} q, "
-            f"{report.get('candidate_search', 'dense')} top {report['k']})"
-        )
+        search = report.get("candidate_search", "dense")
+        candidates = f", {search} top {report['k']}" if "k" in report else ""
+        name = f"{report['data_set']} ({report['split']}, {report['queries']} q{candidates})"
         for row in report["rows"]:
             is_critic = row["scorer"] == "Tiny-Critic"
             lat = report["latency_ms"]
