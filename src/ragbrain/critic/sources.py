@@ -48,11 +48,12 @@ def data_folder(given: Path) -> tuple[Path, str]:
     Raises:
         InvalidInputError: The split named is ``test``.
     """
-    text = str(given)
-    folder, _, split = text.rpartition("@") if "@" in text else (text, "", "train")
+    from ragbrain.evaluation.beir import split_spec
+
+    folder, split = split_spec(given, "train")
     if split == "test":
         raise InvalidInputError(f"{given}: a critic never trains on a test split.")
-    return Path(folder), split
+    return folder, split
 
 
 def test_relevant_docs(folder: Path) -> frozenset[str]:

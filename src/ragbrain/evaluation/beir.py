@@ -142,6 +142,15 @@ def load_split(folder: str | Path, split: str) -> Split:
     return Split(root.name, root, split, corpus, queries, qrels)
 
 
+def split_spec(given: Path, default: str) -> tuple[Path, str]:
+    """``DIR`` means DIR's ``default`` split; ``DIR@SPLIT`` names the split for that folder."""
+    text = str(given)
+    if "@" in text:
+        folder, _, split = text.rpartition("@")
+        return Path(folder), split
+    return given, default
+
+
 def cache_root() -> Path:
     """``$RAGBRAIN_CACHE``, else ``$XDG_CACHE_HOME/ragbrain`` (``~/.cache/ragbrain``)."""
     if env := os.environ.get(CACHE_ENV):

@@ -48,17 +48,6 @@ class CalibrationRun:
         return "\n".join(lines)
 
 
-def data_folder(given: Path, split: str) -> tuple[Path, str]:
-    """``DIR`` means DIR's ``split``; ``DIR@SPLIT`` names the split for that folder alone."""
-    from pathlib import Path
-
-    text = str(given)
-    if "@" in text:
-        folder, _, named = text.rpartition("@")
-        return Path(folder), named
-    return given, split
-
-
 def run_calibration(
     data: Sequence[Path],
     split: str,
@@ -84,7 +73,7 @@ def run_calibration(
         DataSetError, StoreNotFoundError, InvalidInputError: bad data, no store, one class only.
     """
     from ragbrain.embeddings import model_name_of
-    from ragbrain.evaluation.beir import corpus_store, load_split
+    from ragbrain.evaluation.beir import corpus_store, load_split, split_spec
     from ragbrain.store import Store
 
     if samples < 10:
@@ -96,7 +85,7 @@ def run_calibration(
     if data:
         names = []
         for given in data:
-            labelled = load_split(*data_folder(given, split))
+            labelled = load_split(*split_spec(given, split))
             corpus = corpus_store(
                 labelled, embeddings, progress=reporter(f"embedding {labelled.name} corpus")
             )

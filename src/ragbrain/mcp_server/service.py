@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from ragbrain.embeddings import model_name_of
 from ragbrain.errors import InvalidInputError
 from ragbrain.factory import CriticChoice, resolve_critic
-from ragbrain.gates import store_gate
+from ragbrain.gates import run_gate
 from ragbrain.mcp_server.schemas import (
     MAX_LABEL_CHARS,
     Chunk,
@@ -234,13 +234,12 @@ class RagbrainService:
         """Chunk counts per type, where the store is, and which models answer."""
         loaded = self.load()
         store = loaded.store
-        gate = loaded.retriever.context.gate_threshold
         return StatsResult(
             store=store.location,
             chunks=store.count(),
             types=dict(sorted(store.types().items())),
             embedding_model=model_name_of(store.embeddings),
             critic=loaded.critic,
-            gate_threshold=store_gate(store)[0] if gate is None else gate,
+            gate_threshold=run_gate(store, loaded.retriever.context.gate_threshold)[0],
             allowed_roots=[str(root) for root in self.allowed],
         )

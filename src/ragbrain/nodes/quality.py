@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from langgraph.runtime import Runtime
 
 from ragbrain.context import RetrievalContext, context_of
-from ragbrain.gates import gate_resolver
+from ragbrain.gates import run_gate
 from ragbrain.state import RetrievalState, Verdict
 
 if TYPE_CHECKING:
@@ -17,14 +17,10 @@ if TYPE_CHECKING:
 
 def make_assess_quality(store: Store) -> Node:
     """Bind the store, whose calibration or model gives the gate when the context has none."""
-    store_gate = gate_resolver(store)
 
     def assess_quality(state: RetrievalState, runtime: Runtime[RetrievalContext]) -> dict[str, Any]:
         """Node: "poor" when there are no hits or the best distance is above the gate."""
-        threshold = context_of(runtime).gate_threshold
-        origin = "set in the context"
-        if threshold is None:
-            threshold, origin = store_gate()
+        threshold, origin = run_gate(store, context_of(runtime).gate_threshold)
         decided: dict[str, Any] = {"gate": threshold}
         distances = [max(0.0, hit["distance"]) for hit in state["hits"]]
         if not distances:
