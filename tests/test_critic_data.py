@@ -174,3 +174,38 @@ def test_reports_are_written(tmp_path: Path) -> None:
     assert "scores" not in json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))[0]
     plot([report], tmp_path / "r.png")
     assert (tmp_path / "r.png").stat().st_size > 1000
+
+
+class PagedVectors:
+    """The part of a Chroma collection ``exact_nearest`` reads: ``get`` by pages."""
+
+    def __init__(self, vectors: dict[str, list[float]]) -> None:
+        self.vectors = vectors
+
+    def get(self, include: list[str], limit: int, offset: int) -> dict[str, object]:
+        ids = list(self.vectors)[offset : offset + limit]
+        return {"ids": ids, "embeddings": [self.vectors[i] for i in ids]}
+
+
+def test_exact_nearest_is_a_full_scan_in_any_page_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    import numpy
+
+    from ragbrain.critic import data
+
+    rng = numpy.random.default_rng(0)
+    vectors = {f"c{i:02d}": rng.standard_normal(8).tolist() for i in range(40)}
+    vectors["tie"] = list(vectors["c07"])  # the same vector under a larger id
+    queries = [*rng.standard_normal((3, 8)).tolist(), vectors["c07"]]
+    unit = {k: numpy.asarray(v) / numpy.linalg.norm(v) for k, v in vectors.items()}
+    skip = frozenset({"c03"})
+    expected = []
+    for q in queries:
+        qn = numpy.asarray(q) / numpy.linalg.norm(q)
+        ranked = sorted((1 - float(unit[k] @ qn), k) for k in unit if k not in skip)
+        expected.append([k for _, k in ranked[:5]])
+    for page in (7, 1000):
+        monkeypatch.setattr(data, "_PAGE", page)
+        found = data.exact_nearest(PagedVectors(vectors), queries, 5, skip)
+        assert [[k for k, _ in row] for row in found] == expected
+        assert all(d >= 0 for row in found for _, d in row)
+    assert [k for k, _ in found[3][:2]] == ["c07", "tie"]  # equal distances: by id

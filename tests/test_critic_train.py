@@ -68,7 +68,15 @@ def synthetic(seed: int = 0) -> tuple[list[Group], list[QueryCandidates], list[s
     return train, dev, list(TOPICS.values())
 
 
-RECIPE = Recipe(layers=1, max_length=32, epochs=2, batch_groups=4, lr_encoder=1e-3, quantize=False)
+RECIPE = Recipe(
+    layers=1,
+    max_length=32,
+    score_length=32,
+    epochs=2,
+    batch_groups=4,
+    lr_encoder=1e-3,
+    quantize=False,
+)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -142,7 +150,7 @@ def test_a_nan_logit_scores_nan(trained: Path, monkeypatch: pytest.MonkeyPatch) 
     import torch
 
     critic = TransformerCritic(trained)
-    monkeypatch.setattr(critic, "logits", lambda q, p: torch.full((len(p), 1), math.nan))
+    monkeypatch.setattr(critic, "_logits", lambda q, p: torch.full((len(p), 1), math.nan))
     assert all(math.isnan(s) for s in critic.score("q", ["a", "b"]))
 
 
@@ -178,3 +186,21 @@ def test_eval_judges_the_retrievers_candidates(
     assert report["latency_ms"]["runs"] == report["queries"]
     assert len(report["scores"]["critic"]) == report["candidates"]
     assert f"{candidates} top 3" in markdown([report])
+
+
+def test_pairs_are_cut_as_the_tokenizer_cuts_them(trained: Path) -> None:
+    critic = TransformerCritic(trained)
+    long_query = " ".join(TOPICS.values())  # longer than the window on its own
+    for query in ("jwt", "redis cache stampede after deploy", long_query):
+        passages = [*TOPICS.values(), "", " ".join(TOPICS.values()) * 3]
+        made = critic.pair_batch(*critic.encode(query, passages))
+        expected = critic.tokenizer(
+            [query] * len(passages),
+            passages,
+            truncation="longest_first",
+            max_length=critic.max_length,
+            padding=True,
+            return_tensors="pt",
+        )
+        for name in ("input_ids", "token_type_ids", "attention_mask"):
+            assert made[name].tolist() == expected[name].tolist(), (query, name)

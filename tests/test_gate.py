@@ -11,7 +11,7 @@ from ragbrain.context import DEFAULT_GATE_THRESHOLD, RetrievalContext
 from ragbrain.embeddings import DEFAULT_EMBEDDING_MODEL
 from ragbrain.gates import SHIPPED_GATES, store_gate
 from ragbrain.nodes.fallback import merge_hits
-from ragbrain.nodes.quality import make_assess_quality, route_by_verdict
+from ragbrain.nodes.quality import make_assess_quality, route_after_gate
 from ragbrain.state import Hit
 from ragbrain.store import Store
 
@@ -103,9 +103,10 @@ def test_shipped_gate_is_a_distance_with_its_command() -> None:
     assert callable(Store.gate_threshold)  # the store method the resolution reads
 
 
-def test_router_reads_the_verdict() -> None:
-    assert route_by_verdict({"verdict": "poor"}) == "poor"  # type: ignore[typeddict-item]
-    assert route_by_verdict({"verdict": "good"}) == "good"  # type: ignore[typeddict-item]
+def test_router_follows_the_gate_decision() -> None:
+    assert route_after_gate({"verdict": "poor", "fallback": True}) == "widen"  # type: ignore[typeddict-item]
+    assert route_after_gate({"verdict": "poor", "fallback": False}) == "judge"  # type: ignore[typeddict-item]
+    assert route_after_gate({"verdict": "good", "fallback": False}) == "judge"  # type: ignore[typeddict-item]
 
 
 def test_merge_dedupes_sorts_and_limits() -> None:
@@ -114,3 +115,25 @@ def test_merge_dedupes_sorts_and_limits() -> None:
     merged = merge_hits(first, second, limit=3)
     assert [h["id"] for h in merged] == ["c", "a", "b"]
     assert [h["from_fallback"] for h in merged] == [True, False, False]  # first copy of 'a' kept
+
+
+@pytest.mark.parametrize(
+    ("types", "mode", "lexical", "fallback"),
+    [
+        (["lesson"], "dense", False, True),  # a type filter to drop
+        (["lesson"], "hybrid", True, True),
+        (None, "dense", False, False),  # nothing to widen: straight to the critic
+        (None, "hybrid", True, False),  # hybrid already searched every type lexically
+        (None, "dense", True, True),  # a BM25 rescue the dense search lacked
+    ],
+)
+def test_a_poor_verdict_takes_the_fallback_only_when_it_can_widen(
+    types: list[str] | None, mode: str, lexical: bool, fallback: bool
+) -> None:
+    runtime = SimpleNamespace(context=RetrievalContext(gate_threshold=0.3, search_mode=mode))  # type: ignore[arg-type]
+    state = {"hits": [hit("a", 0.9)], "type_filter": types}
+    assess_quality = make_assess_quality(GateStore(), object() if lexical else None)  # type: ignore[arg-type]
+    result = assess_quality(state, runtime=runtime)  # type: ignore[arg-type]
+    assert result["verdict"] == "poor" and result["fallback"] is fallback
+    assert ("no fallback" in result["notes"][0]) is not fallback
+    assert route_after_gate(result) == ("widen" if fallback else "judge")  # type: ignore[arg-type]

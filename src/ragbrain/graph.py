@@ -11,7 +11,7 @@ from ragbrain.context import RetrievalContext
 from ragbrain.nodes.critic import make_critic_filter
 from ragbrain.nodes.depth import choose_depth
 from ragbrain.nodes.fallback import make_fallback_search
-from ragbrain.nodes.quality import make_assess_quality, route_by_verdict
+from ragbrain.nodes.quality import make_assess_quality, route_after_gate
 from ragbrain.nodes.search import make_vector_search
 from ragbrain.state import RetrievalInput, RetrievalOutput, RetrievalState
 
@@ -32,8 +32,11 @@ def build_graph(
 ) -> Graph:
     """Compile the corrective retrieval graph over ``store``.
 
-    query -> choose_depth -> vector_search -> assess_quality -good-> critic_filter -> documents
+    query -> choose_depth -> vector_search -> assess_quality ---> critic_filter -> documents
                                                   \\-poor-> fallback_search -/
+
+    A poor verdict takes the fallback when it can widen the search (a type filter to drop, or
+    a BM25 rescue in dense mode); otherwise the run goes on to the critic.
 
     Args:
         store: The opened store the searches read.
@@ -54,7 +57,7 @@ def build_graph(
     )
     builder.add_node(choose_depth)
     builder.add_node("vector_search", make_vector_search(store, lexical))
-    builder.add_node("assess_quality", make_assess_quality(store))
+    builder.add_node("assess_quality", make_assess_quality(store, lexical))
     builder.add_node("fallback_search", make_fallback_search(store, lexical))
     builder.add_node("critic_filter", make_critic_filter(critic, critic_off_reason))
 
@@ -62,7 +65,7 @@ def build_graph(
     builder.add_edge("choose_depth", "vector_search")
     builder.add_edge("vector_search", "assess_quality")
     builder.add_conditional_edges(
-        "assess_quality", route_by_verdict, {"good": "critic_filter", "poor": "fallback_search"}
+        "assess_quality", route_after_gate, {"widen": "fallback_search", "judge": "critic_filter"}
     )
     builder.add_edge("fallback_search", "critic_filter")
     builder.add_edge("critic_filter", END)

@@ -7,7 +7,7 @@ import hashlib
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ragbrain.errors import InvalidInputError
 
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 Progress = Callable[[int, int], None]
 _QUERY_BATCH = 64
+_PAGE = 10_000  # stored vectors read per page by the exact search
 
 
 class NoTrainingDataError(InvalidInputError):
@@ -60,6 +61,45 @@ def is_dev(dataset: str, query_id: str, fraction: float, seed: int) -> bool:
     return int.from_bytes(digest[:8], "big") / 2**64 < fraction
 
 
+def exact_nearest(
+    collection: Any, vectors: Sequence[Sequence[float]], k: int, skip: frozenset[str]
+) -> list[list[tuple[str, float]]]:
+    """The ``k`` stored chunks nearest each vector by exact cosine distance, ``skip`` left out.
+
+    An exhaustive scan, page by page, rather than the HNSW index: Chroma's approximate search
+    can return a slightly different top-k in another process, and training data must not.
+    Equal distances are ordered by id.
+    """
+    import numpy
+
+    queries = numpy.asarray(vectors, dtype=numpy.float32)
+    queries /= numpy.maximum(numpy.linalg.norm(queries, axis=1, keepdims=True), 1e-12)
+    best: list[list[tuple[float, str]]] = [[] for _ in range(len(queries))]
+    offset = 0
+    while True:
+        page = collection.get(include=["embeddings"], limit=_PAGE, offset=offset)
+        ids = list(page["ids"])
+        if not ids:
+            break
+        offset += len(ids)
+        matrix = numpy.asarray(page["embeddings"], dtype=numpy.float32)
+        matrix /= numpy.maximum(numpy.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+        distances = 1.0 - queries @ matrix.T
+        skipped = [j for j, id_ in enumerate(ids) if id_ in skip]
+        distances[:, skipped] = numpy.inf
+        top = min(k, len(ids))
+        nearest = numpy.argpartition(distances, top - 1, axis=1)[:, :top]
+        for row, found in enumerate(best):
+            found += [
+                (float(distances[row, j]), ids[j])
+                for j in nearest[row]
+                if distances[row, j] != numpy.inf
+            ]
+            found.sort()
+            del found[k:]
+    return [[(id_, max(0.0, d)) for d, id_ in found] for found in best]
+
+
 def mine(
     split: Split,
     store: Store,
@@ -69,7 +109,8 @@ def mine(
     exclude_docs: frozenset[str] = frozenset(),
     progress: Progress | None = None,
 ) -> list[QueryCandidates]:
-    """Top-``k`` dense candidates of each query from ``store`` (the retriever's own search).
+    """Top-``k`` dense candidates of each query from ``store``: the retriever's own embeddings
+    and cosine distance, searched exactly (``exact_nearest``) so that mining is reproducible.
 
     Documents in ``exclude_docs`` are dropped from positives and candidates alike (used to
     train without documents that are relevant in a test split).
@@ -79,26 +120,17 @@ def mine(
         ids = list(query_ids[start : start + _QUERY_BATCH])
         texts = [split.queries[q] for q in ids]
         vectors = store.embeddings.embed_documents(texts)
-        # Excluded documents are filtered after the search, so ask for more to keep k.
-        wanted = min(store.count(), 3 * k if exclude_docs else k)
-        result = store.collection.query(
-            query_embeddings=vectors,  # type: ignore[arg-type]
-            n_results=wanted,
-            include=["documents", "distances"],
-        )
+        nearest = exact_nearest(store.collection, vectors, k, exclude_docs)
+        wanted = sorted({doc for row in nearest for doc, _ in row})
+        page = store.collection.get(ids=wanted, include=["documents"])
+        text_of = dict(zip(page["ids"], page["documents"] or [], strict=True))
         for row, qid in enumerate(ids):
             relevant = split.relevant(qid) - exclude_docs
             judged_out = {d for d, s in split.qrels[qid].items() if s <= 0} - exclude_docs
             hits = [
-                Candidate(doc, text or "", max(0.0, float(dist)), doc in relevant)
-                for doc, text, dist in zip(
-                    result["ids"][row],
-                    (result["documents"] or [[]] * len(ids))[row],
-                    (result["distances"] or [[]] * len(ids))[row],
-                    strict=True,
-                )
-                if doc not in exclude_docs
-            ][:k]
+                Candidate(doc, text_of.get(doc) or "", distance, doc in relevant)
+                for doc, distance in nearest[row]
+            ]
             found.append(
                 QueryCandidates(
                     dataset=split.name,

