@@ -91,32 +91,18 @@ def test_threads_and_tasks_while_ingesting(
         with ThreadPoolExecutor(max_workers=8) as pool:
             list(pool.map(one, jobs))
 
-        async def many() -> float:
+        async def many() -> None:
             store._embed_query.cache_clear()  # the model runs again for every query
             CALLERS.clear()
-            gaps: list[float] = []
-            done = asyncio.Event()
-
-            async def heartbeat() -> None:  # would stall if a model or store call blocked the loop
-                last = time.monotonic()
-                while not done.is_set():
-                    await asyncio.sleep(0.005)
-                    now = time.monotonic()
-                    gaps.append(now - last)
-                    last = now
-
-            beat = asyncio.create_task(heartbeat())
             results = await asyncio.gather(*(retriever.ainvoke(q, k=k) for q, k in jobs))
-            done.set()
-            await beat
             for (query, k), docs in zip(jobs, results, strict=True):
                 check(query, k, docs)
-            assert CALLERS and threading.get_ident() not in CALLERS  # never on the loop
-            return max(gaps)
+            # Every model and store call ran on a worker thread, never on the loop's own
+            # thread (where each would stall the loop for BLOCK s). Checked by thread identity,
+            # not by timing the loop, so a loaded machine cannot fail it.
+            assert CALLERS and threading.get_ident() not in CALLERS
 
-        # A model call on the loop would stall it for BLOCK s; a thread switch under load
-        # takes a fraction of that.
-        assert asyncio.run(many()) < BLOCK
+        asyncio.run(many())
     finally:
         stop.set()
         ingesting.join(timeout=60)
