@@ -125,3 +125,11 @@ def test_doctor_exit_codes(notes_dir: Path, tmp_path: Path) -> None:
     missing = runner.invoke(app, ["doctor", "--store", str(tmp_path / "nowhere")])
     assert missing.exit_code == 1
     assert "problem reach" in missing.stdout and "fix: `ragbrain ingest" in missing.stdout
+
+
+@pytest.mark.parametrize("length", ["4", "513", "many"])
+def test_critic_train_refuses_a_bad_score_length(tmp_path: Path, length: str) -> None:
+    args = ["critic", "train", "--out", str(tmp_path / "c"), "--data", str(tmp_path)]
+    result = runner.invoke(app, [*args, "--score-length", length])
+    assert result.exit_code == 2 and "score-length" in result.output
+    assert not (tmp_path / "c").exists()  # refused before anything was written

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -204,3 +204,32 @@ def test_pairs_are_cut_as_the_tokenizer_cuts_them(trained: Path) -> None:
         )
         for name in ("input_ids", "token_type_ids", "attention_mask"):
             assert made[name].tolist() == expected[name].tolist(), (query, name)
+
+
+def test_a_rerun_that_changes_only_the_score_length_recalibrates(
+    trained: Path, tmp_path: Path
+) -> None:
+    import dataclasses
+    import shutil
+
+    out = tmp_path / "shorter"
+    shutil.copytree(work_dir(trained), work_dir(out))  # as if this folder had trained already
+    steps: list[int] = []
+
+    def stage(label: str) -> Callable[[int, int], None] | None:
+        return (lambda done, _total: steps.append(done)) if label == "training" else None
+
+    train, dev, corpus = synthetic()
+    calibration = train_critic(
+        train,
+        dev,
+        corpus,
+        out,
+        dataclasses.replace(RECIPE, score_length=24),
+        sources={"toy": {}},
+        progress=stage,
+        base=tiny_base(tmp_path / "b"),
+    )
+    assert steps == []  # no optimizer step: the finished checkpoint was reused
+    assert calibration["max_length"] == 24 == TransformerCritic(out).max_length
+    assert (out / WEIGHTS_FILE).read_bytes() == (trained / WEIGHTS_FILE).read_bytes()

@@ -296,12 +296,30 @@ def critic_train(
         int | None, typer.Option(help="Queries sampled per data set [default: recipe].")
     ] = None,
     seed: Annotated[int | None, typer.Option(help="Random seed [default: recipe].")] = None,
+    score_length: Annotated[
+        int | None,
+        typer.Option(
+            min=8,
+            max=512,
+            help="Tokens per (query, chunk) pair when judging [default: recipe, 64]; more "
+            "filters better and runs slower. A rerun that changes only this recalibrates.",
+        ),
+    ] = None,
 ) -> None:
     """Fine-tune a small cross-encoder critic on (query, chunk, label) pairs and calibrate it."""
     from ragbrain.critic.cli import run_train
 
     try:
-        run_train(out_dir, data or [], from_corpus, exclude_test_docs, epochs, max_queries, seed)
+        run_train(
+            out_dir,
+            data or [],
+            from_corpus,
+            exclude_test_docs,
+            epochs,
+            max_queries,
+            seed,
+            score_length=score_length,
+        )
     except RagbrainError as exc:
         raise _fail(exc) from exc
 

@@ -42,6 +42,8 @@ def run_train(
     epochs: int | None,
     max_queries: int | None,
     seed: int | None,
+    *,
+    score_length: int | None = None,
 ) -> None:
     """Mine pairs, train, calibrate and save; print where the critic went and its dev figures."""
     from ragbrain.critic.recipe import Recipe
@@ -58,6 +60,7 @@ def run_train(
         epochs=recipe.epochs if epochs is None else epochs,
         max_queries=recipe.max_queries if max_queries is None else max_queries,
         seed=recipe.seed if seed is None else seed,
+        score_length=recipe.score_length if score_length is None else score_length,
     )
     with Stages() as stage:
         embeddings = default_embeddings()

@@ -7,7 +7,9 @@ import copy
 import json
 import logging
 import random
+import re
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -151,8 +153,10 @@ def fit(
         return min((step + 1) / warmup, max(0.0, (total - step) / max(1, total - warmup)))
 
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
-    for _ in range(done * steps_per_epoch):
-        scheduler.step()
+    with warnings.catch_warnings():  # fast-forwarding a resumed schedule takes no optimizer step
+        warnings.filterwarnings("ignore", message=re.escape("Detected call of `lr_scheduler"))
+        for _ in range(done * steps_per_epoch):
+            scheduler.step()
     model.train()
     for epoch in range(done, recipe.epochs):
         order = list(train)
