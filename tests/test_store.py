@@ -105,3 +105,37 @@ def test_other_space_is_refused_or_converted(
 def test_other_dimension_is_refused(filled: tuple[Store, list[str]], tmp_path: Path) -> None:
     with pytest.raises(StoreMismatchError, match=r"64-dimensional.*32-dimensional"):
         Store.open(tmp_path / "s", BagOfWordsEmbeddings(size=32))
+
+
+def test_listings_read_the_store_page_by_page(
+    filled: tuple[Store, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragbrain import store as store_module
+
+    store, texts = filled
+    monkeypatch.setattr(store_module, "PAGE", 7)  # 200 chunks: 29 pages, the last one short
+    assert sum(len(page["ids"]) for page in store.pages([])) == len(texts)
+    assert store.types() == {"bug": 67, "decision": 67, "lesson": 66}
+    assert sum(len(ids) for ids in store.ids_by_source("").values()) == 0
+    store.upsert(["r1"], ["redis"], [{"root": "notes", "source": "a.md"}], [[1.0] * 64])
+    assert store.ids_by_source("notes") == {"a.md": {"r1"}}
+
+
+@pytest.mark.slow
+def test_listings_work_past_sqlites_variable_limit(tmp_path: Path) -> None:
+    """Chroma reads a get's metadata in one SQL statement with a variable per id; SQLite takes
+    at most 32,766, so an unpaged listing of a 33k-chunk store fails. Ingest lists by root."""
+    store = Store.open(tmp_path / "s", BagOfWordsEmbeddings(size=2), create=True)
+    n = 33_000
+    for start in range(0, n, 5000):
+        ids = [f"c{i}" for i in range(start, min(n, start + 5000))]
+        store.collection.add(
+            ids=ids,
+            embeddings=[[1.0, float(i % 13)] for i in range(len(ids))],
+            metadatas=[
+                {"root": "r", "source": f"s{i % 7}.md", "type": "bug"} for i in range(len(ids))
+            ],
+            documents=["x"] * len(ids),
+        )
+    assert store.types() == {"bug": n}
+    assert sum(len(ids) for ids in store.ids_by_source("r").values()) == n

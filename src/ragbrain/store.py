@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     import httpx
     from chromadb.api import ClientAPI
     from chromadb.api.models.Collection import Collection
+    from chromadb.api.types import GetResult, Include
     from langchain_core.embeddings import Embeddings
 
 log = logging.getLogger(__name__)
@@ -44,6 +45,10 @@ DIMENSION_KEY = "ragbrain:dimension"
 GATE_KEY = "ragbrain:gate_threshold"  # written by `ragbrain calibrate`
 GATE_SOURCE_KEY = "ragbrain:gate_source"
 _BATCH = 1000  # Chroma caps how many records one call may carry.
+#: Records read per call when listing a whole store. Chroma reads a call's metadata with one
+#: SQL statement naming every id, and SQLite refuses more than 32,766 variables: an unpaged
+#: listing fails on a store of about 33k chunks or more ("too many SQL variables").
+PAGE = 5000
 
 
 def default_store_path() -> Path:
@@ -384,15 +389,28 @@ class Store:
         ]
         return sorted(hits, key=lambda h: h["distance"])
 
+    def pages(self, include: Include, where: dict[str, Any] | None = None) -> Iterator[GetResult]:
+        """Every record (or those matching ``where``), ``PAGE`` at a time, as Chroma's
+        ``get`` returns them; a store of any size, in the collection's own order."""
+        offset = 0
+        while True:
+            page = self._call(
+                "Listing chunks",
+                partial(
+                    self.collection.get, where=where, include=include, limit=PAGE, offset=offset
+                ),
+            )
+            if not page["ids"]:
+                return
+            yield page
+            offset += len(page["ids"])
+
     def ids_by_source(self, root: str) -> dict[str, set[str]]:
         """Chunk ids of every file ingested from ``root``, by source path."""
-        found = self._call(
-            "Listing chunks",
-            lambda: self.collection.get(where={"root": root}, include=["metadatas"]),
-        )
         by_source: dict[str, set[str]] = {}
-        for id_, meta in zip(found["ids"], found["metadatas"] or [], strict=True):
-            by_source.setdefault(str((meta or {}).get("source", "")), set()).add(id_)
+        for page in self.pages(["metadatas"], where={"root": root}):
+            for id_, meta in zip(page["ids"], page["metadatas"] or [], strict=True):
+                by_source.setdefault(str((meta or {}).get("source", "")), set()).add(id_)
         return by_source
 
     def upsert(
@@ -521,10 +539,10 @@ class Store:
     def types(self) -> dict[str, int]:
         """Chunk counts per note type."""
         counts: dict[str, int] = {}
-        found = self._call("Listing chunks", lambda: self.collection.get(include=["metadatas"]))
-        for meta in found["metadatas"] or []:
-            type_ = str((meta or {}).get("type", ""))
-            counts[type_] = counts.get(type_, 0) + 1
+        for page in self.pages(["metadatas"]):
+            for meta in page["metadatas"] or []:
+                type_ = str((meta or {}).get("type", ""))
+                counts[type_] = counts.get(type_, 0) + 1
         return counts
 
 

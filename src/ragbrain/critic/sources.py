@@ -157,11 +157,15 @@ def from_corpus(
     with tempfile.TemporaryDirectory(prefix="ragbrain-critic-") as tmp:
         store = Store.open(tmp, embeddings, create=True)
         ingest(folder, store, progress=stage("embedding notes"))
-        found = store.collection.get(include=["documents", "metadatas"])
         corpus, queries, qrels = {}, {}, {}
-        for id_, text, meta in zip(
-            found["ids"], found["documents"] or [], found["metadatas"] or [], strict=True
-        ):
+        records = (
+            record
+            for page in store.pages(["documents", "metadatas"])
+            for record in zip(
+                page["ids"], page["documents"] or [], page["metadatas"] or [], strict=True
+            )
+        )
+        for id_, text, meta in records:
             title = (
                 str((meta or {}).get("title", ""))
                 if str((meta or {}).get("chunk", 0)) == "0"

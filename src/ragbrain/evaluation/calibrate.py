@@ -149,8 +149,13 @@ def pseudo_samples(
     Raises:
         InvalidInputError: The store has fewer than two sources to contrast.
     """
-    page = store.collection.get(include=["documents", "metadatas"])
-    records = list(zip(page["ids"], page["documents"] or [], page["metadatas"] or [], strict=True))
+    records = [
+        record
+        for page in store.pages(["documents", "metadatas"])
+        for record in zip(
+            page["ids"], page["documents"] or [], page["metadatas"] or [], strict=True
+        )
+    ]
     sources = {str((m or {}).get("source", i)) for i, _, m in records}
     if len(sources) < 2:
         raise InvalidInputError(

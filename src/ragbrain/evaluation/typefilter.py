@@ -26,8 +26,6 @@ if TYPE_CHECKING:
     from ragbrain.evaluation.beir import Split
     from ragbrain.store import Store
 
-_PAGE = 1000
-
 
 def _embeddings(page: GetResult) -> list[list[float]]:
     vectors = page["embeddings"]
@@ -43,8 +41,7 @@ def cluster_types(store: Store, n_types: int, seed: int = 0) -> dict[str, str]:
 
     ids: list[str] = []
     vectors: list[list[float]] = []
-    for offset in range(0, store.count(), _PAGE):
-        page = store.collection.get(limit=_PAGE, offset=offset, include=["embeddings"])
+    for page in store.pages(["embeddings"]):
         ids += page["ids"]
         vectors += [[float(x) for x in v] for v in _embeddings(page)]
     labels = KMeans(n_clusters=n_types, random_state=seed, n_init=4).fit_predict(np.array(vectors))
@@ -65,10 +62,7 @@ def typed_store(store: Store, n_types: int, seed: int = 0) -> tuple[Store, dict[
         types = json.loads(marker.read_text(encoding="utf-8"))["types"]
         return copy, {str(k): str(v) for k, v in types.items()}
     types = cluster_types(store, n_types, seed)
-    for offset in range(0, store.count(), _PAGE):
-        page = store.collection.get(
-            limit=_PAGE, offset=offset, include=["documents", "metadatas", "embeddings"]
-        )
+    for page in store.pages(["documents", "metadatas", "embeddings"]):
         metadatas = [
             {**(m or {}), "type": types[i]}
             for i, m in zip(page["ids"], page["metadatas"] or [], strict=True)
