@@ -43,6 +43,20 @@ def test_changed_file_replaces_its_chunks(fake_store: Store, notes_dir: Path) ->
     }
 
 
+def test_front_matter_change_alone_rewrites_the_chunks(fake_store: Store, notes_dir: Path) -> None:
+    """A note re-typed in its front matter keeps its text; its chunks must follow the type."""
+    path = notes_dir / "bug/cache.md"
+    body = path.read_text(encoding="utf-8")
+    path.write_text("---\ntype: lesson\ntags: [redis]\n---\n" + body, encoding="utf-8")
+    count = fake_store.count()
+    report = ingest(notes_dir, fake_store)
+    assert report.added == report.deleted >= 1
+    assert fake_store.count() == count
+    got = fake_store.collection.get(where={"source": "bug/cache.md"}, include=["metadatas"])
+    assert {(m["type"], m["tags"]) for m in got["metadatas"] or []} == {("lesson", "redis")}
+    assert set(got["ids"]) <= {h["id"] for h in fake_store.search("redis cache", 10, ["lesson"])}
+
+
 def test_removed_file_is_pruned_unless_asked_not_to(fake_store: Store, notes_dir: Path) -> None:
     (notes_dir / "bug/backup.md").unlink()
     ingest(notes_dir, fake_store, prune=False)

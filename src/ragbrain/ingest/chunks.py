@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -27,10 +28,11 @@ class Chunk:
     metadata: dict[str, Any]
 
 
-def chunk_id(root: str, source: str, index: int, text: str) -> str:
-    """Same file, same place, same text -> same id; any change gives a new one."""
-    digest = hashlib.sha256("\x00".join((root, source, str(index), text)).encode("utf-8"))
-    return digest.hexdigest()[:32]
+def chunk_id(text: str, metadata: dict[str, Any]) -> str:
+    """Same text and metadata (file, place, type, title, tags) -> same id; any change, also
+    to the front matter alone, gives a new one, so a re-ingest rewrites the chunk."""
+    key = json.dumps(metadata, sort_keys=True, ensure_ascii=False) + "\x00" + text
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
 
 
 @cache
@@ -54,18 +56,15 @@ def chunk_note(note: NoteFile, text_splitter: TextSplitter | None = None) -> lis
     """Split a note; each chunk carries source, root, type, chunk index and title."""
     pieces = [p for p in (text_splitter or splitter()).split_text(note.body) if p.strip()]
     root = str(note.root)
-    return [
-        Chunk(
-            id=chunk_id(root, note.source, index, text),
-            text=text,
-            metadata={
-                "source": note.source,
-                "root": root,
-                "type": note.type,
-                "chunk": index,
-                "title": note.title,
-                "tags": ", ".join(note.tags),
-            },
-        )
-        for index, text in enumerate(pieces)
-    ]
+    chunks = []
+    for index, text in enumerate(pieces):
+        metadata: dict[str, Any] = {
+            "source": note.source,
+            "root": root,
+            "type": note.type,
+            "chunk": index,
+            "title": note.title,
+            "tags": ", ".join(note.tags),
+        }
+        chunks.append(Chunk(id=chunk_id(text, metadata), text=text, metadata=metadata))
+    return chunks
