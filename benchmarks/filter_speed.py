@@ -3,8 +3,14 @@
 The query vectors are embedded once, beforehand (the embedding cost is the same on every side
 and is not what this measures). Types are drawn with shares from 40% down to 1%, so the rare
 type shows the slow path of over-fetching (too few of that type among the nearest chunks).
-"Warm" is a long-lived store (its id -> type map and rare types' vectors filled by a first
-pass over the queries); "cold" is the first query of a fresh process (nothing known yet).
+The store is opened as the retriever opens it, with its lexical index (which knows every
+chunk's type). Three states of ``Store.search``:
+
+- "warm": a long-lived store (rare types' vectors in memory, after a first pass);
+- "fresh process": the first query of a new process, with the rare types' vectors that an
+  earlier process kept on disk (the usual case from the second run on);
+- "first run ever": the same with nothing on disk, so Chroma's filter answers a rare type
+  (the vectors' load it starts in the background is left out of this query's time).
 
     python -m benchmarks.filter_speed [--size 100000] [--rounds 5]
 """
@@ -18,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from benchmarks.common import QUERIES, TYPE_SHARES, save, say, stats, synthetic_store, timed
 from ragbrain.embeddings import default_embeddings
+from ragbrain.lexical.sync import LexicalSearcher
 from ragbrain.store import Store
 from ragbrain.type_index import TypeIndex
 
@@ -25,6 +32,8 @@ if TYPE_CHECKING:
     from chromadb.api.types import Include, Where
 
 K = 10
+FRESH = "fresh process"
+FIRST = "first run ever"
 
 
 def chroma_query(
@@ -46,6 +55,7 @@ def store_search(store: Store, query: str, type_: str | None) -> Callable[[], ob
 def measure(store: Store, rounds: int) -> dict[str, dict[str, float]]:
     """Interleaved timings of the unfiltered and the filtered searches, per type."""
     vectors = {q: store.embeddings.embed_query(q) for q in QUERIES}
+    lexical = LexicalSearcher(store)  # registers itself as the store's source of types
     warm = store._type_index
     for query in QUERIES:
         store.search(query, K)  # fills the query-embedding cache: searches only from here on
@@ -61,16 +71,26 @@ def measure(store: Store, rounds: int) -> dict[str, dict[str, float]]:
     for type_ in TYPE_SHARES:
         sides[f"chroma where type={type_}"] = (True, type_)
         sides[f"Store.search type={type_}"] = (False, type_)
-        sides[f"Store.search type={type_}, cold"] = (False, type_)
+        sides[f"Store.search type={type_}, {FRESH}"] = (False, type_)
+        sides[f"Store.search type={type_}, {FIRST}"] = (False, type_)
+
+    def fresh(kept_on_disk: bool) -> TypeIndex:
+        """The type index of a newly opened store (made outside the timed call)."""
+        index = TypeIndex(
+            store.collection,
+            keep_vectors=kept_on_disk,
+            cache_folder=warm._cache_folder if kept_on_disk else None,
+        )
+        index.learn_from(lambda: lexical.index)
+        return index
 
     def call(name: str, query: str) -> Callable[[], object]:
         raw, type_ = sides[name]
         if raw:
             where: Where | None = {"type": type_} if type_ else None
             return chroma_query(store, vectors[query], where)
-        if name.endswith("cold"):  # a fresh process: nothing known yet (and the vector
-            # load it would start in the background is left out of this query's time)
-            store._type_index = TypeIndex(store.collection, keep_vectors=False)
+        if name.endswith((FRESH, FIRST)):
+            store._type_index = fresh(kept_on_disk=name.endswith(FRESH))
         else:
             store._type_index = warm
         return store_search(store, query, type_)

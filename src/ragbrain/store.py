@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import math
 import os
@@ -24,7 +25,7 @@ from ragbrain.errors import (
 )
 from ragbrain.resilience import StorePolicy, bound_requests, call
 from ragbrain.state import Hit
-from ragbrain.type_index import TypeIndex, type_where, typed_nearest
+from ragbrain.type_index import KnownTypes, TypeIndex, type_where, typed_nearest
 
 if TYPE_CHECKING:
     import httpx
@@ -179,7 +180,21 @@ class Store:
         self.folder = folder  # None for a server-backed store
         self._lock = threading.Lock()
         self._embed_query = lru_cache(maxsize=256)(self._embed_query_uncached)
-        self._type_index = TypeIndex(collection)
+        self._type_index = TypeIndex(collection, cache_folder=self._sidecar("type-vectors"))
+
+    def _sidecar(self, name: str) -> Path:
+        """A folder for what ragbrain keeps beside the collection: in the store folder, or
+        for a server store, in the cache folder under a name derived from the server's URL."""
+        if self.folder is not None:
+            return self.folder / name
+        from ragbrain.evaluation.beir import cache_root
+
+        return cache_root() / name / hashlib.sha256(self.location.encode()).hexdigest()[:16]
+
+    def learn_types_from(self, known: Callable[[], KnownTypes]) -> None:
+        """Let type-filtered searches read chunk types from an index of the whole store
+        (``known()`` returns its current version; the lexical index registers itself)."""
+        self._type_index.learn_from(known)
 
     @classmethod
     def open(

@@ -2,28 +2,38 @@
 
 Chroma's ``where`` filter gathers every matching record before it searches: at 100k chunks a
 filtered query is 16-42x slower than an unfiltered one. Instead, the search reads the nearest
-``OVERFETCH * k`` chunks of any type (ids and distances only), keeps those whose type is wanted
-(an id -> type map kept in memory as ids are met), and fetches text and metadata for the ``k``
-alone. The result is exact whenever ``k`` of the nearest chunks have a wanted type.
+``OVERFETCH * k`` chunks of any type (ids and distances only), keeps those whose type is wanted,
+and fetches text and metadata for the ``k`` alone. The result is exact whenever ``k`` of the
+nearest chunks have a wanted type.
 
-When too few of them do (a rare type), Chroma's filter answers that query while a background
-thread reads the vectors of the wanted types; from then on they are searched exactly in memory
-(a matrix product: under a millisecond for thousands of chunks). So a one-shot query is never
-slower than Chroma's filter, and a long-lived retriever gets fast. A type set with more than
-``MAX_CACHED`` chunks always uses Chroma's filter.
-That copy is dropped when this store writes, and reloaded when the collection's count has
-changed (checked at most every ``RECHECK_SECONDS``), so another writer's changes show up too;
-every result is checked against Chroma before it is returned.
+Types come from an index of the whole store when there is one (``learn_from``: the lexical
+index, which keeps every chunk's type), so even a fresh process filters without asking Chroma;
+otherwise each id's type is fetched from Chroma the first time it is met.
+
+When too few of the nearest chunks have a wanted type (a rare type), that type's vectors are
+searched exactly in memory (a matrix product: under a millisecond for thousands of chunks).
+They are read from Chroma in a background thread while Chroma's filter answers the query, and
+kept on disk beside the store, so the next process finds them at once (checked against the
+type's current ids before use). A type set with more than ``MAX_CACHED`` chunks always uses
+Chroma's filter. The in-memory copy is dropped when this store writes, and reloaded when the
+collection's count has changed (checked at most every ``RECHECK_SECONDS``), so another
+writer's changes show up too; every result is checked against Chroma before it is returned.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
+import os
+import tempfile
 import threading
 import time
-from collections.abc import Sequence
+import zipfile
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy
 
@@ -41,6 +51,23 @@ MAX_CACHED = 10_000
 RECHECK_SECONDS = 2.0
 #: Read a type set's vectors in a background thread (False: in the query that needs them).
 LOAD_IN_BACKGROUND = True
+
+
+CACHE_FORMAT = "ragbrain-type-vectors/1"
+
+
+class KnownTypes(Protocol):
+    """An index of every chunk's note type, as of the ``len()`` chunks it covers."""
+
+    def __len__(self) -> int: ...
+
+    def type_of(self, id_: str) -> str | None:
+        """The chunk's type; None for an id the index does not know."""
+        ...
+
+    def ids_of_types(self, types: Iterable[str]) -> list[str]:
+        """Every chunk id of any of ``types``."""
+        ...
 
 
 def type_where(types: Sequence[str]) -> dict[str, Any]:
@@ -61,24 +88,33 @@ class _TypeVectors:
 
 
 class TypeIndex:
-    """Chunk id -> note type for the ids searches have met, fetched from Chroma when first seen.
+    """Chunk id -> note type, and exact in-memory search of rare types' vectors.
 
-    Reading every chunk's type up front costs seconds at 100k chunks, a price a one-shot CLI
-    query would pay each time; fetching the types of the ids a search returns costs a
+    Without an index of the whole store, an id's type is fetched from Chroma when first met:
+    reading every chunk's type up front costs seconds at 100k chunks, a price a one-shot CLI
+    query would pay each time, while fetching the types of the ids a search returns costs a
     millisecond or two, and the map warms up as a long-lived process keeps searching.
     """
 
     def __init__(
-        self, collection: Collection, limit: int = 1_000_000, *, keep_vectors: bool = True
+        self,
+        collection: Collection,
+        limit: int = 1_000_000,
+        *,
+        keep_vectors: bool = True,
+        cache_folder: Path | None = None,
     ) -> None:
         """Args:
         collection: The Chroma collection searched.
         limit: The most id -> type entries kept (the map is emptied when it would grow past).
         keep_vectors: Read and keep rare types' vectors for exact in-memory search; False
             leaves rare types to Chroma's filter.
+        cache_folder: Where rare types' vectors are kept between processes; None keeps
+            them in memory only.
         """
         self._collection = collection
         self._keep_vectors = keep_vectors
+        self._cache_folder = cache_folder
         self._types: dict[str, str] = {}
         self._limit = limit
         self._lock = threading.Lock()
@@ -86,18 +122,42 @@ class TypeIndex:
         self._vectors: dict[frozenset[str], _TypeVectors | None] = {}
         self._loading: set[frozenset[str]] = set()
         self._generation = 0
+        self._known: Callable[[], KnownTypes] | None = None
+        # Ids this store has written since: their type is asked of Chroma, not of ``_known``
+        # (an index of the whole store may predate the write).
+        self._written: set[str] = set()
+
+    def learn_from(self, known: Callable[[], KnownTypes]) -> None:
+        """Take chunk types from an index of the whole store (``known()`` returns its current
+        version) instead of asking Chroma for each id met."""
+        with self._lock:
+            self._known = known
+            self._written.clear()
+
+    def _known_now(self) -> KnownTypes | None:
+        with self._lock:
+            source = self._known
+        return source() if source is not None else None
 
     def types_of(self, ids: Sequence[str]) -> list[str]:
         """The type of each id ("" when it has none or is gone)."""
+        known = self._known_now()
         with self._lock:
-            unknown = [i for i in ids if i not in self._types]
+            found: dict[str, str] = {}
+            for id_ in ids:
+                type_ = self._types.get(id_)
+                if type_ is None and known is not None and id_ not in self._written:
+                    type_ = known.type_of(id_)
+                if type_ is not None:
+                    found[id_] = type_
+            unknown = [i for i in ids if i not in found]
             if unknown:
                 if len(self._types) + len(unknown) > self._limit:
                     self._types.clear()  # bounded memory on huge stores
                 page = self._collection.get(ids=unknown, include=["metadatas"])
                 for id_, meta in zip(page["ids"], page["metadatas"] or [], strict=True):
-                    self._types[id_] = str((meta or {}).get("type", ""))
-            return [self._types.get(i, "") for i in ids]
+                    found[id_] = self._types[id_] = str((meta or {}).get("type", ""))
+            return [found.get(i, "") for i in ids]
 
     def forget(self, ids: Sequence[str]) -> None:
         """Drop ids whose metadata may have changed (fetched again when seen), and every kept
@@ -105,6 +165,10 @@ class TypeIndex:
         with self._lock:
             for id_ in ids:
                 self._types.pop(id_, None)
+            self._written.update(ids)
+            if len(self._written) > self._limit:
+                self._known = None  # too many writes to track: ask Chroma from now on
+                self._written.clear()
             self._vectors.clear()
             self._generation += 1  # a load under way may predate the write: not kept
 
@@ -136,36 +200,135 @@ class TypeIndex:
         return [(entry.ids[i], max(0.0, float(distances[i]))) for i in ordered]
 
     def _type_vectors(self, types: frozenset[str]) -> _TypeVectors | None:
-        """The kept vectors of ``types`` if they are fresh; else (re)load them and return None
-        until they are there (or, with ``LOAD_IN_BACKGROUND`` off, load them now)."""
+        """The kept vectors of ``types`` if they are fresh; else those kept on disk if they
+        match the type's current ids; else (re)load them from Chroma and return None until
+        they are there (or, with ``LOAD_IN_BACKGROUND`` off, load them now)."""
         with self._lock:
-            if types in self._vectors:
-                entry = self._vectors[types]
-                now = time.monotonic()
-                if entry is None or now - entry.checked < RECHECK_SECONDS:
-                    return entry
-                if self._collection.count() == entry.count:
-                    entry.checked = now
-                    return entry
-                del self._vectors[types]
+            if types in self._vectors and self._still_fresh(types):
+                return self._vectors[types]
+            generation = self._generation
+        members = self._members(types)
+        if members is not None:
+            ids, count = members
+            stored = self._read_cached(types, ids, count) if len(ids) <= MAX_CACHED else None
+            with self._lock:
+                if generation == self._generation and (stored or len(ids) > MAX_CACHED):
+                    self._vectors[types] = stored
+                    return stored
+        with self._lock:
             if types in self._loading:
                 return None
             self._loading.add(types)
-        if not LOAD_IN_BACKGROUND:
-            self._load(types)
-            with self._lock:
-                return self._vectors.get(types)
-        threading.Thread(
-            target=self._load, args=(types,), name="ragbrain-type-vectors", daemon=True
-        ).start()
-        return None
+        if LOAD_IN_BACKGROUND:
+            threading.Thread(
+                target=self._load, args=(types,), name="ragbrain-type-vectors", daemon=True
+            ).start()
+            return None
+        self._load(types)
+        with self._lock:
+            return self._vectors.get(types)
+
+    def _still_fresh(self, types: frozenset[str]) -> bool:
+        """Whether the kept entry of ``types`` may be used (call with the lock held); a stale
+        one is dropped. The collection's count is checked at most every ``RECHECK_SECONDS``."""
+        entry = self._vectors[types]
+        now = time.monotonic()
+        if entry is None or now - entry.checked < RECHECK_SECONDS:
+            return True
+        if self._collection.count() == entry.count:
+            entry.checked = now
+            return True
+        del self._vectors[types]
+        return False
+
+    def _members(self, types: frozenset[str]) -> tuple[list[str], int] | None:
+        """Every id of ``types`` and the store's count, when an index of the whole store is
+        known to be in step with it (same count, no writes of this store since)."""
+        known = self._known_now()
+        if known is None:
+            return None
+        with self._lock:
+            if self._written:
+                return None
+        count = self._collection.count()
+        return (known.ids_of_types(types), count) if len(known) == count else None
+
+    def _cache_file(self, types: frozenset[str]) -> Path | None:
+        if self._cache_folder is None:
+            return None
+        digest = hashlib.sha256("\0".join(sorted(types)).encode("utf-8")).hexdigest()[:16]
+        return self._cache_folder / f"{digest}.npz"
+
+    def _read_cached(
+        self, types: frozenset[str], ids: list[str], count: int
+    ) -> _TypeVectors | None:
+        """The vectors kept on disk for ``types``, if they are for exactly these ids of this
+        collection; None otherwise (missing, stale or unreadable: then read from Chroma)."""
+        path = self._cache_file(types)
+        if path is None or not path.is_file():
+            return None
+        try:
+            with numpy.load(path, allow_pickle=False) as data:
+                header = json.loads(bytes(data["header"]).decode("utf-8"))
+                matrix = numpy.asarray(data["vectors"], dtype=numpy.float32)
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+            logger.debug("Ignoring the kept vectors at %s: %s", path, exc)
+            return None
+        kept = header.get("ids") if isinstance(header, dict) else None
+        if not isinstance(kept, list):
+            return None
+        valid = (
+            header.get("format") == CACHE_FORMAT
+            and header.get("collection") == str(self._collection.id)
+            and header.get("types") == sorted(types)
+            and len(kept) == len(ids)
+            and set(kept) == set(ids)
+            and matrix.ndim == 2
+            and matrix.shape[0] == len(kept)
+            and bool(numpy.isfinite(matrix).all())
+        )
+        if not valid:
+            return None
+        return _TypeVectors(ids=kept, matrix=matrix, count=count, checked=time.monotonic())
+
+    def _write_cached(self, types: frozenset[str], entry: _TypeVectors) -> None:
+        """Keep ``entry`` on disk for the next process (atomically; a failure only logs)."""
+        path = self._cache_file(types)
+        if path is None:
+            return
+        header = {
+            "format": CACHE_FORMAT,
+            "collection": str(self._collection.id),
+            "types": sorted(types),
+            "ids": entry.ids,
+        }
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".vectors-", suffix=".tmp")
+            try:
+                with os.fdopen(handle, "wb") as out:
+                    numpy.savez(
+                        out,
+                        header=numpy.frombuffer(json.dumps(header).encode("utf-8"), numpy.uint8),
+                        vectors=entry.matrix,
+                    )
+                os.replace(temporary, path)
+            except BaseException:
+                Path(temporary).unlink(missing_ok=True)
+                raise
+        except OSError as exc:
+            logger.debug(
+                "Could not keep the vectors of types %s at %s: %s", sorted(types), path, exc
+            )
 
     def _load(self, types: frozenset[str]) -> None:
         with self._lock:
             generation = self._generation
         try:
             count = self._collection.count()
-            page = self._collection.get(where=type_where(sorted(types)), include=["embeddings"])
+            page = self._collection.get(
+                where=type_where(sorted(types)), include=["embeddings"], limit=MAX_CACHED + 1
+            )
             ids = list(page["ids"])
             entry: _TypeVectors | None = None
             if len(ids) <= MAX_CACHED:
@@ -178,8 +341,11 @@ class TypeIndex:
                 unit = (vectors / numpy.where(norms == 0, 1.0, norms)).astype(numpy.float32)
                 entry = _TypeVectors(ids=ids, matrix=unit, count=count, checked=time.monotonic())
             with self._lock:
-                if generation == self._generation:
+                current = generation == self._generation
+                if current:
                     self._vectors[types] = entry
+            if current and entry is not None:
+                self._write_cached(types, entry)
         except Exception:  # a failed load only means that Chroma's filter keeps answering
             logger.debug("Reading the vectors of types %s failed", sorted(types), exc_info=True)
         finally:

@@ -140,6 +140,16 @@ class LexicalIndex:
         """Whether a chunk id is indexed."""
         return id_ in self._position
 
+    def type_of(self, id_: str) -> str | None:
+        """The note type of an indexed chunk; None for an id the index does not have."""
+        position = self._position.get(id_)
+        return None if position is None else self.types[position]
+
+    def ids_of_types(self, types: Iterable[str]) -> list[str]:
+        """Every indexed chunk id of any of ``types``."""
+        codes = [self._type_codes[t] for t in types if t in self._type_codes]
+        return [self.ids[i] for i in np.flatnonzero(np.isin(self._doc_types, codes))]
+
     def updated(
         self,
         drop: set[str],

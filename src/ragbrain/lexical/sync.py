@@ -86,6 +86,8 @@ class LexicalSearcher:
         self._index = sync_lexical(store, index)
         self._checked = time.monotonic()
         self._lock = threading.Lock()
+        # The index holds every chunk's type: the store's type filter need not ask Chroma.
+        store.learn_types_from(lambda: self.index)
 
     @property
     def index(self) -> LexicalIndex:

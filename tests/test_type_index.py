@@ -1,0 +1,131 @@
+"""Type-filtered search with the lexical index's types: no per-id lookups, rare types' vectors
+kept on disk for the next process, and never a stale answer after a write."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from ragbrain import type_index
+from ragbrain.lexical.index import LexicalIndex
+from ragbrain.lexical.sync import LexicalSearcher
+from ragbrain.store import Store
+from tests.fakes import BagOfWordsEmbeddings
+
+RARE = frozenset({"rare"})
+
+
+def _distance(a: list[float], b: list[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    return 1.0 - dot / (math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b)))
+
+
+def _fill(folder: Path) -> tuple[Store, dict[str, tuple[str, list[float]]]]:
+    """80 chunks, 4 of them "rare"; returns the store and id -> (type, vector)."""
+    store = Store.open(folder, BagOfWordsEmbeddings(), create=True)
+    ids = [f"c{i}" for i in range(80)]
+    texts = [f"note {i} about {'redis cache' if i % 2 else 'helm deploy'}" for i in range(80)]
+    types = ["rare" if i % 20 == 0 else "common" for i in range(80)]
+    vectors = store.embeddings.embed_documents(texts)
+    store.upsert(ids, texts, [{"type": t} for t in types], vectors)
+    return store, {i: (t, v) for i, t, v in zip(ids, types, vectors, strict=True)}
+
+
+def _reopen(folder: Path) -> Store:
+    """The store as a fresh process opens it for the retriever: with its lexical index."""
+    store = Store.open(folder, BagOfWordsEmbeddings())
+    LexicalSearcher(store)
+    return store
+
+
+def _expected(store: Store, chunks: dict[str, tuple[str, list[float]]], query: str) -> list[str]:
+    q = store.embeddings.embed_query(query)
+    ranked = sorted((_distance(q, v), i) for i, (t, v) in chunks.items() if t == "rare")
+    return [i for _, i in ranked]
+
+
+@pytest.fixture(autouse=True)
+def _load_in_the_query(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(type_index, "LOAD_IN_BACKGROUND", False)
+
+
+def test_lexical_index_answers_types() -> None:
+    index = LexicalIndex.build(["a", "b", "c"], ["x y", "y z", "z"], ["bug", "note", "bug"])
+    assert [index.type_of(i) for i in ("a", "b", "zz")] == ["bug", "note", None]
+    assert index.ids_of_types(["bug"]) == ["a", "c"]
+    assert index.ids_of_types(["bug", "note"]) == ["a", "b", "c"]
+    assert index.ids_of_types(["lesson"]) == []
+
+
+def test_a_fresh_process_filters_without_asking_chroma_for_types(tmp_path: Path) -> None:
+    _fill(tmp_path / "s")
+    store = _reopen(tmp_path / "s")
+    hits = store.search("helm deploy", 5, ["common"])
+    assert {h["metadata"]["type"] for h in hits} == {"common"} and len(hits) == 5
+    assert store._type_index._types == {}  # every type came from the lexical index
+
+
+def test_rare_type_vectors_are_kept_for_the_next_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, chunks = _fill(tmp_path / "s")
+    LexicalSearcher(store)
+    first = store.search("redis cache", 3, ["rare"])
+    assert [h["id"] for h in first] == _expected(store, chunks, "redis cache")[:3]
+    assert list((tmp_path / "s" / "type-vectors").glob("*.npz"))
+
+    def no_chroma_read(self: type_index.TypeIndex, types: frozenset[str]) -> None:
+        raise AssertionError("read from Chroma although the kept vectors are current")
+
+    monkeypatch.setattr(type_index.TypeIndex, "_load", no_chroma_read)
+    again = _reopen(tmp_path / "s")
+    hits = again.search("redis cache", 3, ["rare"])
+    assert [h["id"] for h in hits] == [h["id"] for h in first]
+    assert [h["distance"] for h in hits] == pytest.approx([h["distance"] for h in first])
+    assert again._type_index._vectors[RARE] is not None
+
+
+def test_kept_vectors_of_other_ids_are_not_used(tmp_path: Path) -> None:
+    """Another writer adds a rare chunk: the next process's index has it, the kept file does
+    not, so the vectors are read again and the new chunk is found."""
+    store, _ = _fill(tmp_path / "s")
+    LexicalSearcher(store)
+    store.search("redis cache", 3, ["rare"])
+    text = "redis cache stampede"
+    store.collection.add(
+        ids=["new"],
+        documents=[text],
+        metadatas=[{"type": "rare"}],
+        embeddings=store.embeddings.embed_documents([text]),
+    )
+    again = _reopen(tmp_path / "s")
+    assert "new" in {h["id"] for h in again.search("redis cache stampede", 3, ["rare"])}
+
+
+def test_corrupt_kept_vectors_are_read_again(tmp_path: Path) -> None:
+    store, chunks = _fill(tmp_path / "s")
+    LexicalSearcher(store)
+    store.search("redis cache", 3, ["rare"])
+    for path in (tmp_path / "s" / "type-vectors").glob("*.npz"):
+        path.write_bytes(path.read_bytes()[:100])  # truncated
+    again = _reopen(tmp_path / "s")
+    hits = again.search("redis cache", 3, ["rare"])
+    assert [h["id"] for h in hits] == _expected(again, chunks, "redis cache")[:3]
+
+
+def test_a_write_is_not_hidden_by_the_lexical_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A chunk this store re-types keeps its id, so the lexical index still has the old type:
+    the filter must ask Chroma for it."""
+    _fill(tmp_path / "s")
+    store = _reopen(tmp_path / "s")
+    assert "c1" not in {h["id"] for h in store.search("redis cache", 5, ["rare"])}
+    vector = store.embeddings.embed_documents(["note 1 about redis cache"])
+    store.upsert(["c1"], ["note 1 about redis cache"], [{"type": "rare"}], vector)
+    assert "c1" in {h["id"] for h in store.search("redis cache", 5, ["rare"])}
+    monkeypatch.setattr(type_index, "OVERFETCH", 80)  # every chunk: c1's type alone decides
+    assert [h["id"] for h in store.search("note 1 about redis cache", 1, ["rare"])] == ["c1"]
+    assert "c1" not in {h["id"] for h in store.search("redis cache", 40, ["common"])}
