@@ -7,10 +7,12 @@ The store is opened as the retriever opens it, with its lexical index (which kno
 chunk's type). Three states of ``Store.search``:
 
 - "warm": a long-lived store (rare types' vectors in memory, after a first pass);
-- "fresh process": the first query of a new process, with the rare types' vectors that an
-  earlier process kept on disk (the usual case from the second run on);
-- "first run ever": the same with nothing on disk, so Chroma's filter answers a rare type
-  (the vectors' load it starts in the background is left out of this query's time).
+- "fresh process": the first query of a new process, with the rare types' vectors kept on
+  disk as `ragbrain ingest` leaves them (here `Store.keep_small_types`, since the synthetic
+  store is not ingested from files);
+- "nothing kept": the same with nothing on disk (a store written by other means, before any
+  rare-type query): Chroma's filter answers a rare type (the vectors' load it starts in the
+  background is left out of this query's time).
 
     python -m benchmarks.filter_speed [--size 100000] [--rounds 5]
 """
@@ -33,7 +35,7 @@ if TYPE_CHECKING:
 
 K = 10
 FRESH = "fresh process"
-FIRST = "first run ever"
+FIRST = "nothing kept"
 
 
 def chroma_query(
@@ -56,6 +58,7 @@ def measure(store: Store, rounds: int) -> dict[str, dict[str, float]]:
     """Interleaved timings of the unfiltered and the filtered searches, per type."""
     vectors = {q: store.embeddings.embed_query(q) for q in QUERIES}
     lexical = LexicalSearcher(store)  # registers itself as the store's source of types
+    say(f"kept on disk: {store.keep_small_types(lexical.index) or 'already'}")
     warm = store._type_index
     for query in QUERIES:
         store.search(query, K)  # fills the query-embedding cache: searches only from here on

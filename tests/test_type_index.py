@@ -129,3 +129,39 @@ def test_a_write_is_not_hidden_by_the_lexical_index(
     monkeypatch.setattr(type_index, "OVERFETCH", 80)  # every chunk: c1's type alone decides
     assert [h["id"] for h in store.search("note 1 about redis cache", 1, ["rare"])] == ["c1"]
     assert "c1" not in {h["id"] for h in store.search("redis cache", 40, ["common"])}
+
+
+def test_ingest_keeps_small_types_for_the_first_query(
+    fake_store: Store, notes_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragbrain.ingest import ingest
+
+    assert fake_store.folder is not None
+    kept = list((fake_store.folder / "type-vectors").glob("*.npz"))
+    types = fake_store.types()
+    assert len(kept) == len(types)  # every type of the small notes is under MAX_CACHED
+    index = LexicalSearcher(fake_store).index
+    assert fake_store.keep_small_types(index) == []  # in step: nothing read again
+
+    def no_chroma_read(self: type_index.TypeIndex, types: frozenset[str]) -> None:
+        raise AssertionError("read from Chroma although ingest kept the vectors")
+
+    monkeypatch.setattr(type_index.TypeIndex, "_load", no_chroma_read)
+    monkeypatch.setattr(type_index, "OVERFETCH", 1)  # the nearest k alone: types need vectors
+    fresh = _reopen(fake_store.folder)
+    vector = fresh.embeddings.embed_query("redis cache timeout")
+    for type_ in types:
+        hits = fresh.search("redis cache timeout", 3, [type_])
+        truth = fresh.collection.query(
+            query_embeddings=[vector], n_results=3, where={"type": type_}
+        )
+        assert [h["id"] for h in hits] == truth["ids"][0]
+    assert fresh._type_index._vectors  # some were searched in memory, none read from Chroma
+    monkeypatch.undo()
+    (notes_dir / "bug" / "extra.md").write_text("# Extra\n\nredis cache timeout again.\n")
+    ingest(notes_dir, fake_store)
+    assert fake_store.keep_small_types(LexicalSearcher(fake_store).index) == []
+    assert "bug/extra.md" in {
+        h["metadata"]["source"]
+        for h in _reopen(fake_store.folder).search("redis again", 3, ["bug"])
+    }

@@ -196,6 +196,11 @@ class Store:
         (``known()`` returns its current version; the lexical index registers itself)."""
         self._type_index.learn_from(known)
 
+    def keep_small_types(self, known: KnownTypes) -> list[str]:
+        """Keep on disk the vectors of the types too rare for over-fetching to find (see
+        ``TypeIndex.keep_small_types``); ``known`` must be in step with the store."""
+        return self._type_index.keep_small_types(known)
+
     @classmethod
     def open(
         cls,

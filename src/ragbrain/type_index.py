@@ -69,6 +69,10 @@ class KnownTypes(Protocol):
         """Every chunk id of any of ``types``."""
         ...
 
+    def type_counts(self) -> dict[str, int]:
+        """Chunks per type."""
+        ...
+
 
 def type_where(types: Sequence[str]) -> dict[str, Any]:
     """Chroma's ``where`` clause for chunks of any of ``types``."""
@@ -242,16 +246,41 @@ class TypeIndex:
         return False
 
     def _members(self, types: frozenset[str]) -> tuple[list[str], int] | None:
-        """Every id of ``types`` and the store's count, when an index of the whole store is
-        known to be in step with it (same count, no writes of this store since)."""
+        """Every id of ``types`` and the store's count, from the index of the whole store;
+        None without one, or after this store's own writes (which it may not have yet).
+
+        The index keeps itself in step with other writers (the lexical searcher rechecks the
+        count every few seconds), so no count is asked here: Chroma's costs ~14 ms at 100k.
+        """
         known = self._known_now()
-        if known is None:
-            return None
         with self._lock:
-            if self._written:
+            if known is None or self._written:
                 return None
-        count = self._collection.count()
-        return (known.ids_of_types(types), count) if len(known) == count else None
+        return known.ids_of_types(types), len(known)
+
+    def keep_small_types(self, known: KnownTypes) -> list[str]:
+        """Read and keep on disk the vectors of every type with at most ``MAX_CACHED`` chunks
+        whose kept copy is missing or out of date, so that the next process searches them in
+        memory from its first query (``ragbrain ingest`` calls this after writing).
+
+        Args:
+            known: An index of the whole store, in step with it.
+
+        Returns:
+            The types whose vectors were (re)read.
+        """
+        if self._cache_folder is None or not self._keep_vectors:
+            return []
+        refreshed = []
+        for type_, size in sorted(known.type_counts().items()):
+            types = frozenset({type_})
+            if size > MAX_CACHED or self._read_cached(types, known.ids_of_types(types), 0):
+                continue
+            with self._lock:
+                self._loading.add(types)
+            self._load(types)
+            refreshed.append(type_)
+        return refreshed
 
     def _cache_file(self, types: frozenset[str]) -> Path | None:
         if self._cache_folder is None:

@@ -99,7 +99,9 @@ def ingest(
         # The lexical index (hybrid search) follows: new chunks tokenized, stale ones dropped.
         from ragbrain.lexical.sync import sync_lexical
 
-        sync_lexical(store)
+        index = sync_lexical(store)
+        # Rare types' vectors are kept beside the store for fast type-filtered search.
+        store.keep_small_types(index)
     return report
 
 

@@ -150,6 +150,11 @@ class LexicalIndex:
         codes = [self._type_codes[t] for t in types if t in self._type_codes]
         return [self.ids[i] for i in np.flatnonzero(np.isin(self._doc_types, codes))]
 
+    def type_counts(self) -> dict[str, int]:
+        """Indexed chunks per type."""
+        counts = np.bincount(self._doc_types, minlength=len(self._type_codes))
+        return {t: int(counts[code]) for t, code in self._type_codes.items() if counts[code]}
+
     def updated(
         self,
         drop: set[str],
