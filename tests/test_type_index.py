@@ -81,7 +81,14 @@ def test_rare_type_vectors_are_kept_for_the_next_process(
 
     monkeypatch.setattr(type_index.TypeIndex, "_load", no_chroma_read)
     again = _reopen(tmp_path / "s")
+    collection_type = type(again.collection)
+    searches: list[object] = []
+    query = collection_type.query
+    monkeypatch.setattr(
+        collection_type, "query", lambda *a, **kw: searches.append(a) or query(*a, **kw)
+    )
     hits = again.search("redis cache", 3, ["rare"])
+    assert searches == []  # 4 of 80 chunks: too rare to over-fetch, searched in memory at once
     assert [h["id"] for h in hits] == [h["id"] for h in first]
     assert [h["distance"] for h in hits] == pytest.approx([h["distance"] for h in first])
     assert again._type_index._vectors[RARE] is not None

@@ -163,6 +163,15 @@ class TypeIndex:
                     found[id_] = self._types[id_] = str((meta or {}).get("type", ""))
             return [found.get(i, "") for i in ids]
 
+    def share_of(self, types: frozenset[str]) -> float | None:
+        """The share of the store's chunks that have one of ``types``, by the index of the
+        whole store; None without one."""
+        known = self._known_now()
+        if known is None or not len(known):
+            return None
+        counts = known.type_counts()
+        return sum(counts.get(t, 0) for t in types) / len(known)
+
     def forget(self, ids: Sequence[str]) -> None:
         """Drop ids whose metadata may have changed (fetched again when seen), and every kept
         copy of a type's vectors."""
@@ -387,27 +396,37 @@ def typed_nearest(
 ) -> list[Hit] | None:
     """The ``k`` nearest chunks of ``types``: among the ``OVERFETCH * k`` nearest of any type,
     or, when too few of those have a wanted type, by an exact search of that type's vectors.
+    A type set known to be too rare for over-fetching (under 1 / ``OVERFETCH`` of the store)
+    is searched exactly at once when its vectors are at hand.
 
     Returns:
         The hits, best first; None when neither way gives a trustworthy answer (the caller
         then asks Chroma's own filter).
     """
-    query_embeddings: list[Sequence[float]] = [list(vector)]
-    nearest = collection.query(
-        query_embeddings=query_embeddings, n_results=k * OVERFETCH, include=["distances"]
-    )
-    ids = nearest["ids"][0]
-    distances = (nearest["distances"] or [[]])[0]
-    kept = [
-        (id_, float(d))
-        for id_, d, t in zip(ids, distances, index.types_of(ids), strict=True)
-        if t in types
-    ][:k]
-    if len(kept) < k and len(ids) == k * OVERFETCH:
-        exact = index.nearest_of_types(vector, k, frozenset(types))
-        if exact is None:
-            return None
+    wanted = frozenset(types)
+    share = index.share_of(wanted)
+    exact = None
+    if share is not None and share * OVERFETCH < 1:
+        exact = index.nearest_of_types(vector, k, wanted)
+    if exact is not None:
         kept = exact
+    else:
+        query_embeddings: list[Sequence[float]] = [list(vector)]
+        nearest = collection.query(
+            query_embeddings=query_embeddings, n_results=k * OVERFETCH, include=["distances"]
+        )
+        ids = nearest["ids"][0]
+        distances = (nearest["distances"] or [[]])[0]
+        kept = [
+            (id_, float(d))
+            for id_, d, t in zip(ids, distances, index.types_of(ids), strict=True)
+            if t in types
+        ][:k]
+        if len(kept) < k and len(ids) == k * OVERFETCH:
+            exact = index.nearest_of_types(vector, k, wanted)
+            if exact is None:
+                return None
+            kept = exact
     if not kept:
         return []
     page = collection.get(ids=[i for i, _ in kept], include=["documents", "metadatas"])

@@ -148,7 +148,7 @@ class LexicalIndex:
     def ids_of_types(self, types: Iterable[str]) -> list[str]:
         """Every indexed chunk id of any of ``types``."""
         codes = [self._type_codes[t] for t in types if t in self._type_codes]
-        return [self.ids[i] for i in np.flatnonzero(np.isin(self._doc_types, codes))]
+        return [self.ids[i] for i in np.flatnonzero(np.isin(self._doc_types, codes)).tolist()]
 
     def type_counts(self) -> dict[str, int]:
         """Indexed chunks per type."""
