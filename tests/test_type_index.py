@@ -74,7 +74,7 @@ def test_rare_type_vectors_are_kept_for_the_next_process(
     LexicalSearcher(store)
     first = store.search("redis cache", 3, ["rare"])
     assert [h["id"] for h in first] == _expected(store, chunks, "redis cache")[:3]
-    assert list((tmp_path / "s" / "type-vectors").glob("*.npz"))
+    assert list((tmp_path / "s" / "type-vectors").glob("*.safetensors"))
 
     def no_chroma_read(self: type_index.TypeIndex, types: frozenset[str]) -> None:
         raise AssertionError("read from Chroma although the kept vectors are current")
@@ -115,7 +115,7 @@ def test_corrupt_kept_vectors_are_read_again(tmp_path: Path) -> None:
     store, chunks = _fill(tmp_path / "s")
     LexicalSearcher(store)
     store.search("redis cache", 3, ["rare"])
-    for path in (tmp_path / "s" / "type-vectors").glob("*.npz"):
+    for path in (tmp_path / "s" / "type-vectors").glob("*.safetensors"):
         path.write_bytes(path.read_bytes()[:100])  # truncated
     again = _reopen(tmp_path / "s")
     hits = again.search("redis cache", 3, ["rare"])
@@ -144,7 +144,7 @@ def test_ingest_keeps_small_types_for_the_first_query(
     from ragbrain.ingest import ingest
 
     assert fake_store.folder is not None
-    kept = list((fake_store.folder / "type-vectors").glob("*.npz"))
+    kept = list((fake_store.folder / "type-vectors").glob("*.safetensors"))
     types = fake_store.types()
     assert len(kept) == len(types)  # every type of the small notes is under MAX_CACHED
     index = LexicalSearcher(fake_store).index

@@ -29,13 +29,14 @@ import os
 import tempfile
 import threading
 import time
-import zipfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy
+from safetensors import SafetensorError, safe_open
+from safetensors.numpy import save_file
 
 from ragbrain.state import Hit
 
@@ -53,7 +54,7 @@ RECHECK_SECONDS = 2.0
 LOAD_IN_BACKGROUND = True
 
 
-CACHE_FORMAT = "ragbrain-type-vectors/1"
+CACHE_FORMAT = "ragbrain-type-vectors/2"
 
 
 class KnownTypes(Protocol):
@@ -295,7 +296,7 @@ class TypeIndex:
         if self._cache_folder is None:
             return None
         digest = hashlib.sha256("\0".join(sorted(types)).encode("utf-8")).hexdigest()[:16]
-        return self._cache_folder / f"{digest}.npz"
+        return self._cache_folder / f"{digest}.safetensors"
 
     def _read_cached(
         self, types: frozenset[str], ids: list[str], count: int
@@ -306,50 +307,46 @@ class TypeIndex:
         if path is None or not path.is_file():
             return None
         try:
-            with numpy.load(path, allow_pickle=False) as data:
-                header = json.loads(bytes(data["header"]).decode("utf-8"))
-                matrix = numpy.asarray(data["vectors"], dtype=numpy.float32)
-        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+            with safe_open(path, framework="np") as kept_file:
+                header = kept_file.metadata() or {}
+                kept = json.loads(header.get("ids", "null"))
+                matrix = numpy.asarray(kept_file.get_tensor("vectors"), dtype=numpy.float32)
+        except (OSError, ValueError, SafetensorError) as exc:
             logger.debug("Ignoring the kept vectors at %s: %s", path, exc)
-            return None
-        kept = header.get("ids") if isinstance(header, dict) else None
-        if not isinstance(kept, list):
             return None
         valid = (
             header.get("format") == CACHE_FORMAT
             and header.get("collection") == str(self._collection.id)
-            and header.get("types") == sorted(types)
+            and header.get("types") == json.dumps(sorted(types))
+            and isinstance(kept, list)
             and len(kept) == len(ids)
             and set(kept) == set(ids)
             and matrix.ndim == 2
             and matrix.shape[0] == len(kept)
             and bool(numpy.isfinite(matrix).all())
         )
-        if not valid:
+        if not valid or not isinstance(kept, list):
             return None
         return _TypeVectors(ids=kept, matrix=matrix, count=count, checked=time.monotonic())
 
     def _write_cached(self, types: frozenset[str], entry: _TypeVectors) -> None:
-        """Keep ``entry`` on disk for the next process (atomically; a failure only logs)."""
+        """Keep ``entry`` on disk for the next process (safetensors, written to a temporary
+        file and renamed; a failure only logs)."""
         path = self._cache_file(types)
         if path is None:
             return
         header = {
             "format": CACHE_FORMAT,
             "collection": str(self._collection.id),
-            "types": sorted(types),
-            "ids": entry.ids,
+            "types": json.dumps(sorted(types)),
+            "ids": json.dumps(entry.ids),
         }
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".vectors-", suffix=".tmp")
+            os.close(handle)
             try:
-                with os.fdopen(handle, "wb") as out:
-                    numpy.savez(
-                        out,
-                        header=numpy.frombuffer(json.dumps(header).encode("utf-8"), numpy.uint8),
-                        vectors=entry.matrix,
-                    )
+                save_file({"vectors": entry.matrix}, temporary, metadata=header)
                 os.replace(temporary, path)
             except BaseException:
                 Path(temporary).unlink(missing_ok=True)
