@@ -54,11 +54,14 @@ RECHECK_SECONDS = 2.0
 LOAD_IN_BACKGROUND = True
 
 
-CACHE_FORMAT = "ragbrain-type-vectors/2"
+CACHE_FORMAT = "ragbrain-type-vectors/1"
 
 
 class KnownTypes(Protocol):
     """An index of every chunk's note type, as of the ``len()`` chunks it covers."""
+
+    #: Changes whenever the set of chunk ids does.
+    fingerprint: str
 
     def __len__(self) -> int: ...
 
@@ -206,6 +209,7 @@ class TypeIndex:
         if not norm:
             return None
         distances = 1.0 - entry.matrix @ (query / norm)
+        distances[~numpy.isfinite(distances)] = 2.0  # a damaged row is never near
         if len(distances) > k:
             nearest = numpy.argpartition(distances, k)[:k]
         else:
@@ -221,12 +225,12 @@ class TypeIndex:
             if types in self._vectors and self._still_fresh(types):
                 return self._vectors[types]
             generation = self._generation
-        members = self._members(types)
-        if members is not None:
-            ids, count = members
-            stored = self._read_cached(types, ids, count) if len(ids) <= MAX_CACHED else None
+        known = self._in_step()
+        if known is not None:
+            size = sum(known.type_counts().get(t, 0) for t in types)
+            stored = self._read_cached(types, known)[0] if size <= MAX_CACHED else None
             with self._lock:
-                if generation == self._generation and (stored or len(ids) > MAX_CACHED):
+                if generation == self._generation and (stored or size > MAX_CACHED):
                     self._vectors[types] = stored
                     return stored
         with self._lock:
@@ -235,10 +239,10 @@ class TypeIndex:
             self._loading.add(types)
         if LOAD_IN_BACKGROUND:
             threading.Thread(
-                target=self._load, args=(types,), name="ragbrain-type-vectors", daemon=True
+                target=self._load, args=(types, known), name="ragbrain-type-vectors", daemon=True
             ).start()
             return None
-        self._load(types)
+        self._load(types, known)
         with self._lock:
             return self._vectors.get(types)
 
@@ -255,18 +259,14 @@ class TypeIndex:
         del self._vectors[types]
         return False
 
-    def _members(self, types: frozenset[str]) -> tuple[list[str], int] | None:
-        """Every id of ``types`` and the store's count, from the index of the whole store;
-        None without one, or after this store's own writes (which it may not have yet).
-
-        The index keeps itself in step with other writers (the lexical searcher rechecks the
-        count every few seconds), so no count is asked here: Chroma's costs ~14 ms at 100k.
-        """
+    def _in_step(self) -> KnownTypes | None:
+        """The index of the whole store, unless this store wrote since (the index may not have
+        those writes yet). It keeps itself in step with other writers (the lexical searcher
+        rechecks the count every few seconds), so no count is asked here: Chroma's costs ~14 ms
+        at 100k chunks."""
         known = self._known_now()
         with self._lock:
-            if known is None or self._written:
-                return None
-        return known.ids_of_types(types), len(known)
+            return None if self._written else known
 
     def keep_small_types(self, known: KnownTypes) -> list[str]:
         """Read and keep on disk the vectors of every type with at most ``MAX_CACHED`` chunks
@@ -284,12 +284,16 @@ class TypeIndex:
         refreshed = []
         for type_, size in sorted(known.type_counts().items()):
             types = frozenset({type_})
-            if size > MAX_CACHED or self._read_cached(types, known.ids_of_types(types), 0):
+            if size > MAX_CACHED:
                 continue
-            with self._lock:
-                self._loading.add(types)
-            self._load(types)
-            refreshed.append(type_)
+            stored, same_store = self._read_cached(types, known)
+            if stored is not None and not same_store:  # other chunks changed: re-stamp it
+                self._write_cached(types, stored, known.fingerprint)
+            elif stored is None:
+                with self._lock:
+                    self._loading.add(types)
+                self._load(types, known)
+                refreshed.append(type_)
         return refreshed
 
     def _cache_file(self, types: frozenset[str]) -> Path | None:
@@ -299,13 +303,15 @@ class TypeIndex:
         return self._cache_folder / f"{digest}.safetensors"
 
     def _read_cached(
-        self, types: frozenset[str], ids: list[str], count: int
-    ) -> _TypeVectors | None:
-        """The vectors kept on disk for ``types``, if they are for exactly these ids of this
-        collection; None otherwise (missing, stale or unreadable: then read from Chroma)."""
+        self, types: frozenset[str], known: KnownTypes
+    ) -> tuple[_TypeVectors | None, bool]:
+        """The vectors kept on disk for ``types`` if they are for exactly the type's current
+        ids (by ``known``) in this collection, else None (missing, stale or unreadable: then
+        read from Chroma); and whether they were stamped with ``known``'s fingerprint (then
+        the ids need no comparing)."""
         path = self._cache_file(types)
         if path is None or not path.is_file():
-            return None
+            return None, False
         try:
             with safe_open(path, framework="np") as kept_file:
                 header = kept_file.metadata() or {}
@@ -313,25 +319,26 @@ class TypeIndex:
                 matrix = numpy.asarray(kept_file.get_tensor("vectors"), dtype=numpy.float32)
         except (OSError, ValueError, SafetensorError) as exc:
             logger.debug("Ignoring the kept vectors at %s: %s", path, exc)
-            return None
+            return None, False
+        same_store = header.get("store") == known.fingerprint
         valid = (
             header.get("format") == CACHE_FORMAT
             and header.get("collection") == str(self._collection.id)
             and header.get("types") == json.dumps(sorted(types))
             and isinstance(kept, list)
-            and len(kept) == len(ids)
-            and set(kept) == set(ids)
             and matrix.ndim == 2
             and matrix.shape[0] == len(kept)
-            and bool(numpy.isfinite(matrix).all())
+            and (same_store or set(kept) == set(known.ids_of_types(types)))
         )
         if not valid or not isinstance(kept, list):
-            return None
-        return _TypeVectors(ids=kept, matrix=matrix, count=count, checked=time.monotonic())
+            return None, False
+        entry = _TypeVectors(ids=kept, matrix=matrix, count=len(known), checked=time.monotonic())
+        return entry, same_store
 
-    def _write_cached(self, types: frozenset[str], entry: _TypeVectors) -> None:
+    def _write_cached(self, types: frozenset[str], entry: _TypeVectors, store: str) -> None:
         """Keep ``entry`` on disk for the next process (safetensors, written to a temporary
-        file and renamed; a failure only logs)."""
+        file and renamed; a failure only logs). ``store`` is the fingerprint of the store's
+        ids that ``entry`` is known to match, or ""."""
         path = self._cache_file(types)
         if path is None:
             return
@@ -340,6 +347,7 @@ class TypeIndex:
             "collection": str(self._collection.id),
             "types": json.dumps(sorted(types)),
             "ids": json.dumps(entry.ids),
+            "store": store,
         }
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -356,7 +364,9 @@ class TypeIndex:
                 "Could not keep the vectors of types %s at %s: %s", sorted(types), path, exc
             )
 
-    def _load(self, types: frozenset[str]) -> None:
+    def _load(self, types: frozenset[str], known: KnownTypes | None = None) -> None:
+        """Read the vectors of ``types`` from Chroma, keep them, and write them to disk
+        (stamped with ``known``'s fingerprint when it agrees on the type's ids)."""
         with self._lock:
             generation = self._generation
         try:
@@ -380,7 +390,8 @@ class TypeIndex:
                 if current:
                     self._vectors[types] = entry
             if current and entry is not None:
-                self._write_cached(types, entry)
+                agrees = known is not None and set(ids) == set(known.ids_of_types(types))
+                self._write_cached(types, entry, known.fingerprint if known and agrees else "")
         except Exception:  # a failed load only means that Chroma's filter keeps answering
             logger.debug("Reading the vectors of types %s failed", sorted(types), exc_info=True)
         finally:
