@@ -1,8 +1,7 @@
-"""choose_depth: complexity from length and markers, tiers, and the caller's k."""
+"""Adaptive depth: complexity from length and markers, tiers, and the caller's k."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -13,8 +12,7 @@ from ragbrain.nodes.depth import choose_depth, complexity, depth_for
 
 
 def run(query: str, **context: Any) -> dict[str, Any]:
-    runtime = SimpleNamespace(context=RetrievalContext(**context))
-    return choose_depth({"query": query}, runtime)  # type: ignore[arg-type, typeddict-item]
+    return choose_depth(query, RetrievalContext(**context))
 
 
 @pytest.mark.parametrize(

@@ -82,7 +82,6 @@ def test_graph_never_loops(fake_store: Store) -> None:
         )
     ]
     assert steps == [
-        "choose_depth",
         "vector_search",
         "assess_quality",
         "fallback_search",
@@ -179,7 +178,7 @@ def test_graph_runs_nest_under_the_retriever_run(retriever: CorrectiveRetriever)
     (root,) = [r for r, name in recorder.names.items() if name == "retriever"]
     (graph_run,) = [r for r, parent in recorder.parents.items() if parent == root]
     nodes = {recorder.names[r] for r, parent in recorder.parents.items() if parent == graph_run}
-    assert {"choose_depth", "vector_search", "assess_quality", "critic_filter"} <= nodes
+    assert {"vector_search", "assess_quality", "critic_filter"} <= nodes
 
 
 @pytest.mark.parametrize(

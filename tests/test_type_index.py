@@ -57,6 +57,7 @@ def test_lexical_index_answers_types() -> None:
     assert index.ids_of_types(["bug"]) == ["a", "c"]
     assert index.ids_of_types(["bug", "note"]) == ["a", "b", "c"]
     assert index.ids_of_types(["lesson"]) == []
+    assert index.type_counts() == {"bug": 2, "note": 1}
 
 
 def test_a_fresh_process_filters_without_asking_chroma_for_types(tmp_path: Path) -> None:

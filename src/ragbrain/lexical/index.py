@@ -123,6 +123,8 @@ class LexicalIndex:
         self._doc_types = np.array(
             [self._type_codes.setdefault(t, len(self._type_codes)) for t in types], dtype=np.int32
         )
+        counts = np.bincount(self._doc_types, minlength=len(self._type_codes))
+        self._type_counts = {t: int(counts[code]) for t, code in self._type_codes.items()}
         data, docs, term_ptr = _score_matrix(flat, indptr, len(vocab))
         self._bm25 = _bm25s_scorer(data, docs, term_ptr, len(ids))
 
@@ -152,8 +154,7 @@ class LexicalIndex:
 
     def type_counts(self) -> dict[str, int]:
         """Indexed chunks per type."""
-        counts = np.bincount(self._doc_types, minlength=len(self._type_codes))
-        return {t: int(counts[code]) for t, code in self._type_codes.items() if counts[code]}
+        return dict(self._type_counts)
 
     def updated(
         self,

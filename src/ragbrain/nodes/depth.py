@@ -1,4 +1,8 @@
-"""choose_depth: score the query's complexity and pick how many chunks to fetch."""
+"""Adaptive depth: score the query's complexity and pick how many chunks to fetch.
+
+The first step of ``vector_search``, not a node of its own: it reads nothing but the query,
+takes microseconds, and a LangGraph superstep costs ~0.5 ms here (2-3% of a whole query).
+"""
 
 from __future__ import annotations
 
@@ -6,10 +10,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from langgraph.runtime import Runtime
-
-from ragbrain.context import RetrievalContext, context_of
-from ragbrain.state import RetrievalState
+from ragbrain.context import RetrievalContext
 
 
 @lru_cache(maxsize=32)
@@ -48,10 +49,10 @@ def depth_for(score: int, context: RetrievalContext) -> int:
     return medium if score >= medium_from else simple
 
 
-def choose_depth(state: RetrievalState, runtime: Runtime[RetrievalContext]) -> dict[str, Any]:
-    """Node: write the complexity score and the depth; an explicit ``k`` overrides the tiers."""
-    context = context_of(runtime)
-    score, reasons = complexity(state["query"], context)
+def choose_depth(query: str, context: RetrievalContext) -> dict[str, Any]:
+    """The complexity score, the depth and the trace line; an explicit ``k`` overrides the
+    tiers. Returns the state keys to write."""
+    score, reasons = complexity(query, context)
     why = ", ".join(reasons) or "short, no markers"
     if context.k is not None:
         return {

@@ -1,4 +1,5 @@
-"""vector_search: the first search, with the caller's type filter (dense, or fused with BM25)."""
+"""vector_search: choose the depth, then the first search, with the caller's type filter (dense,
+or fused with BM25)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from langgraph.runtime import Runtime
 
 from ragbrain.context import RetrievalContext, context_of
 from ragbrain.nodes import Node
+from ragbrain.nodes.depth import choose_depth
 from ragbrain.state import RetrievalState
 
 if TYPE_CHECKING:
@@ -23,24 +25,26 @@ def make_vector_search(store: Store, lexical: LexicalSearcher | None = None) -> 
     """
 
     def vector_search(state: RetrievalState, runtime: Runtime[RetrievalContext]) -> dict[str, Any]:
+        context = context_of(runtime)
+        planned = choose_depth(state["query"], context)  # adaptive depth (see depth.py)
+        depth = planned["depth"]
         types = state.get("type_filter")
         scope = f"type in {types}" if types else "all types"
-        context = context_of(runtime)
         if context.search_mode == "hybrid" and lexical is not None:
             from ragbrain.lexical.fusion import dense_trusted, hybrid_search
 
             trust = dense_trusted(store, state["query"], context.dense_languages)
             hits, lexical_only = hybrid_search(
-                store, lexical.index, state["query"], state["depth"], types, trust_dense=trust
+                store, lexical.index, state["query"], depth, types, trust_dense=trust
             )
             note = f"hybrid search ({scope}): {len(hits)} hits, {lexical_only} found by BM25 only"
             if not trust:
                 note += "; the query's language is not the model's, so BM25's order stands"
-            return {"hits": hits, "notes": [note]}
-        hits = store.search(state["query"], state["depth"], types)
-        note = f"vector search ({scope}): {len(hits)} hits"
-        if context_of(runtime).search_mode == "hybrid":
-            note += " (hybrid asked, but this graph has no lexical index)"
-        return {"hits": hits, "notes": [note]}
+        else:
+            hits = store.search(state["query"], depth, types)
+            note = f"vector search ({scope}): {len(hits)} hits"
+            if context.search_mode == "hybrid":
+                note += " (hybrid asked, but this graph has no lexical index)"
+        return {**planned, "hits": hits, "notes": [*planned["notes"], note]}
 
     return vector_search
