@@ -180,16 +180,17 @@ class Store:
         self.folder = folder  # None for a server-backed store
         self._lock = threading.Lock()
         self._embed_query = lru_cache(maxsize=256)(self._embed_query_uncached)
-        self._type_index = TypeIndex(collection, cache_folder=self._sidecar("type-vectors"))
+        self._type_index = TypeIndex(collection, cache_folder=self.sidecar("type-vectors"))
 
-    def _sidecar(self, name: str) -> Path:
-        """A folder for what ragbrain keeps beside the collection: in the store folder, or
-        for a server store, in the cache folder under a name derived from the server's URL."""
+    def sidecar(self, name: str, suffix: str = "") -> Path:
+        """Where ragbrain keeps a file or folder beside the collection: ``<store>/<name><suffix>``,
+        or for a server store, ``$RAGBRAIN_CACHE/<name>/<digest of the URL><suffix>``."""
         if self.folder is not None:
-            return self.folder / name
+            return self.folder / f"{name}{suffix}"
         from ragbrain.evaluation.beir import cache_root
 
-        return cache_root() / name / hashlib.sha256(self.location.encode()).hexdigest()[:16]
+        digest = hashlib.sha256(self.location.encode()).hexdigest()[:16]
+        return cache_root() / name / f"{digest}{suffix}"
 
     def learn_types_from(self, known: Callable[[], KnownTypes]) -> None:
         """Let type-filtered searches read chunk types from an index of the whole store

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 import time
@@ -16,20 +15,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-INDEX_FILE = "lexical.npz"
 #: A long-lived searcher compares the store's chunk count with its index at most this often.
 RECHECK_SECONDS = 2.0
 
 
 def index_path(store: Store) -> Path:
     """``<store folder>/lexical.npz``; for a server store, a file in the cache folder."""
-    folder = getattr(store, "folder", None)
-    if folder is not None:
-        return Path(folder) / INDEX_FILE
-    from ragbrain.evaluation.beir import cache_root
-
-    name = hashlib.sha256(store.location.encode()).hexdigest()[:16]
-    return cache_root() / "lexical" / f"{name}.npz"
+    return store.sidecar("lexical", ".npz")
 
 
 def sync_lexical(store: Store, index: LexicalIndex | None = None) -> LexicalIndex:
