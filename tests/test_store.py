@@ -139,3 +139,19 @@ def test_listings_work_past_sqlites_variable_limit(tmp_path: Path) -> None:
         )
     assert store.types() == {"bug": n}
     assert sum(len(ids) for ids in store.ids_by_source("r").values()) == n
+
+
+def test_version_changes_with_writes_only(filled: tuple[Store, list[str]]) -> None:
+    store, _ = filled
+    before = store.version()
+    assert before is not None
+    store.count()
+    store.search("redis cache", 5)
+    store.search("redis cache", 5, ["bug"])
+    store.types()
+    assert store.version() == before  # reads never change it
+    store.upsert(["v1"], ["redis"], [{"type": "bug"}], [[1.0] * 64])
+    after_write = store.version()
+    assert after_write != before
+    store.delete(["v1"])
+    assert store.version() != after_write

@@ -173,3 +173,32 @@ def test_ingest_keeps_small_types_for_the_first_query(
         h["metadata"]["source"]
         for h in _reopen(fake_store.folder).search("redis again", 3, ["bug"])
     }
+
+
+def test_rechecks_count_only_after_the_store_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Chroma's count costs ~120 ms at 1M chunks: a long-lived reader asks it only when the
+    store's version moved, and still sees another writer's chunk when it did."""
+    store, _ = _fill(tmp_path / "s")
+    searcher = LexicalSearcher(store)
+    store.search("redis cache", 3, ["rare"])  # vectors kept in memory
+    monkeypatch.setattr(type_index, "RECHECK_SECONDS", 0.0)
+    searcher._checked = -math.inf
+    counts: list[int] = []
+    count = type(store.collection).count
+    monkeypatch.setattr(type(store.collection), "count", lambda c: counts.append(1) or count(c))
+    searcher.index  # noqa: B018 (the property rechecks)
+    store.search("redis cache", 3, ["rare"])
+    assert counts == []
+    text = "redis cache stampede"
+    store.collection.add(  # another writer: the store's own caches are not told
+        ids=["other"],
+        documents=[text],
+        metadatas=[{"type": "rare"}],
+        embeddings=store.embeddings.embed_documents([text]),
+    )
+    searcher._checked = -math.inf
+    assert "other" in searcher.index
+    assert "other" in {h["id"] for h in store.search("redis cache stampede", 3, ["rare"])}
+    assert counts

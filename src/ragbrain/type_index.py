@@ -93,6 +93,7 @@ class _TypeVectors:
     matrix: numpy.ndarray[Any, Any]  # rows normalized, float32
     count: int
     checked: float
+    version: object = None  # the store's version the count was checked at (None: unknown)
 
 
 class TypeIndex:
@@ -111,6 +112,7 @@ class TypeIndex:
         *,
         keep_vectors: bool = True,
         cache_folder: Path | None = None,
+        version: Callable[[], object] | None = None,
     ) -> None:
         """Args:
         collection: The Chroma collection searched.
@@ -119,10 +121,13 @@ class TypeIndex:
             leaves rare types to Chroma's filter.
         cache_folder: Where rare types' vectors are kept between processes; None keeps
             them in memory only.
+        version: A cheap token of the store's data (``Store.version``); while it is
+            unchanged, kept vectors are not rechecked against the collection's count.
         """
         self._collection = collection
         self._keep_vectors = keep_vectors
         self._cache_folder = cache_folder
+        self._version = version or (lambda: None)
         self._types: dict[str, str] = {}
         self._limit = limit
         self._lock = threading.Lock()
@@ -253,8 +258,12 @@ class TypeIndex:
         now = time.monotonic()
         if entry is None or now - entry.checked < RECHECK_SECONDS:
             return True
-        if self._collection.count() == entry.count:
+        version = self._version()
+        if version is not None and version == entry.version:
             entry.checked = now
+            return True
+        if self._collection.count() == entry.count:
+            entry.checked, entry.version = now, version
             return True
         del self._vectors[types]
         return False
@@ -370,6 +379,7 @@ class TypeIndex:
         with self._lock:
             generation = self._generation
         try:
+            version = self._version()  # before the count: a write after it changes it
             count = self._collection.count()
             page = self._collection.get(
                 where=type_where(sorted(types)), include=["embeddings"], limit=MAX_CACHED + 1
@@ -384,7 +394,7 @@ class TypeIndex:
                 )
                 norms = numpy.linalg.norm(vectors, axis=1, keepdims=True)
                 unit = (vectors / numpy.where(norms == 0, 1.0, norms)).astype(numpy.float32)
-                entry = _TypeVectors(ids=ids, matrix=unit, count=count, checked=time.monotonic())
+                entry = _TypeVectors(ids, unit, count, time.monotonic(), version)
             with self._lock:
                 current = generation == self._generation
                 if current:

@@ -69,12 +69,14 @@ class LexicalSearcher:
     """The index a graph searches, rechecked against the store's chunk count now and then.
 
     A long-lived process (a server, Studio) thus sees chunks another process ingested
-    without reopening; the check is one ``count`` call at most every ``RECHECK_SECONDS``.
+    without reopening; the check is one ``count`` call at most every ``RECHECK_SECONDS``, and
+    for an embedded store only when its ``Store.version`` has changed.
     """
 
     def __init__(self, store: Store, index: LexicalIndex | None = None) -> None:
         """Open (syncing as needed) the index of ``store``; ``index`` skips the first read."""
         self.store = store
+        self._version = store.version()  # before the sync: a write after it changes it
         self._index = sync_lexical(store, index)
         self._checked = time.monotonic()
         self._lock = threading.Lock()
@@ -88,6 +90,9 @@ class LexicalSearcher:
         if now - self._checked >= RECHECK_SECONDS:
             with self._lock:
                 self._checked = now
-                if self.store.count() != len(self._index):
-                    self._index = sync_lexical(self.store, self._index)
+                version = self.store.version()
+                if version is None or version != self._version:
+                    self._version = version
+                    if self.store.count() != len(self._index):
+                        self._index = sync_lexical(self.store, self._index)
         return self._index
