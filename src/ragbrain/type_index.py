@@ -10,14 +10,16 @@ Types come from an index of the whole store when there is one (``learn_from``: t
 index, which keeps every chunk's type), so even a fresh process filters without asking Chroma;
 otherwise each id's type is fetched from Chroma the first time it is met.
 
-When too few of the nearest chunks have a wanted type (a rare type), that type's vectors are
-searched exactly in memory (a matrix product: under a millisecond for thousands of chunks).
-They are read from Chroma in a background thread while Chroma's filter answers the query, and
-kept on disk beside the store, so the next process finds them at once (checked against the
-type's current ids before use). A type set with more than ``MAX_CACHED`` chunks always uses
-Chroma's filter. The in-memory copy is dropped when this store writes, and reloaded when the
-collection's count has changed (checked at most every ``RECHECK_SECONDS``), so another
-writer's changes show up too; every result is checked against Chroma before it is returned.
+When too few of the nearest chunks have a wanted type (a rare type), or the index says the
+type set is under 1 / ``OVERFETCH`` of the store, that type's vectors are searched exactly in
+memory (a matrix product: under a millisecond for thousands of chunks). They are read from
+Chroma in a background thread while Chroma's filter answers the query, and kept on disk beside
+the store (``ragbrain ingest`` writes them too), so the next process finds them at once
+(checked against the type's current ids before use). A type set with more than
+``MAX_CACHED`` chunks always uses Chroma's filter. The in-memory copy is dropped when this
+store writes, and reloaded when the collection's count has changed (checked at most every
+``RECHECK_SECONDS``, and only once the store's version has moved), so another writer's
+changes show up too; every result is checked against Chroma before it is returned.
 """
 
 from __future__ import annotations
