@@ -6,8 +6,12 @@ import hashlib
 import math
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from langchain_core.embeddings import Embeddings
+
+if TYPE_CHECKING:
+    from ragbrain.store import Store
 
 WORD = re.compile(r"\w+")
 
@@ -64,3 +68,14 @@ NOTES = {
     "howto/rollback.md": "---\ntype: lesson\n---\n# Roll back a deployment\n\nRun helm rollback "
     "with the previous revision number.",
 }
+
+
+def write_behind_its_back(store: Store, id_: str, text: str, type_: str) -> None:
+    """Add a chunk as another writer would: straight into Chroma, so the store's own caches
+    (type map, kept vectors) are not told."""
+    store.collection.add(
+        ids=[id_],
+        documents=[text],
+        metadatas=[{"type": type_}],
+        embeddings=store.embeddings.embed_documents([text]),
+    )

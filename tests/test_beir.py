@@ -11,7 +11,7 @@ from ragbrain.evaluation.beir import DataSetError, corpus_store, load_split
 from ragbrain.evaluation.evaluate import EvalOptions, evaluate
 from ragbrain.evaluation.report import write_atomic
 from ragbrain.store import Store
-from tests.fakes import BagOfWordsEmbeddings
+from tests.fakes import BagOfWordsEmbeddings, write_behind_its_back
 
 CORPUS = [
     {"_id": "d1", "title": "Backup", "text": "The nightly backup failed: credentials expired."},
@@ -224,12 +224,7 @@ def test_rare_type_search_sees_writes(tmp_path: Path, monkeypatch: pytest.Monkey
 
     monkeypatch.setattr(type_index, "RECHECK_SECONDS", 0.0)
     other = "helm deploy rollback"
-    store.collection.add(  # another writer: the store's own caches are not told
-        ids=["other"],
-        documents=[other],
-        metadatas=[{"type": "rare"}],
-        embeddings=store.embeddings.embed_documents([other]),
-    )
+    write_behind_its_back(store, "other", other, "rare")
     assert "other" in {h["id"] for h in store.search("helm deploy", 5, ["rare"])}
 
 

@@ -12,7 +12,7 @@ from ragbrain import type_index
 from ragbrain.lexical.index import LexicalIndex
 from ragbrain.lexical.sync import LexicalSearcher
 from ragbrain.store import Store
-from tests.fakes import BagOfWordsEmbeddings
+from tests.fakes import BagOfWordsEmbeddings, write_behind_its_back
 
 RARE = frozenset({"rare"})
 
@@ -102,12 +102,7 @@ def test_kept_vectors_of_other_ids_are_not_used(tmp_path: Path) -> None:
     LexicalSearcher(store)
     store.search("redis cache", 3, ["rare"])
     text = "redis cache stampede"
-    store.collection.add(
-        ids=["new"],
-        documents=[text],
-        metadatas=[{"type": "rare"}],
-        embeddings=store.embeddings.embed_documents([text]),
-    )
+    write_behind_its_back(store, "new", text, "rare")
     again = _reopen(tmp_path / "s")
     assert "new" in {h["id"] for h in again.search("redis cache stampede", 3, ["rare"])}
 
@@ -192,12 +187,7 @@ def test_rechecks_count_only_after_the_store_changed(
     store.search("redis cache", 3, ["rare"])
     assert counts == []
     text = "redis cache stampede"
-    store.collection.add(  # another writer: the store's own caches are not told
-        ids=["other"],
-        documents=[text],
-        metadatas=[{"type": "rare"}],
-        embeddings=store.embeddings.embed_documents([text]),
-    )
+    write_behind_its_back(store, "other", text, "rare")
     searcher._checked = -math.inf
     assert "other" in searcher.index
     assert "other" in {h["id"] for h in store.search("redis cache stampede", 3, ["rare"])}
