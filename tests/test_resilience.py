@@ -198,3 +198,20 @@ def test_a_second_writer_gets_a_clear_lock_error(tmp_path: Path) -> None:
         assert time.monotonic() - start < 1.0  # refused at once, no waiting
     with other.writing():  # released
         pass
+
+
+def test_restoring_vectors_leaves_an_intact_index_alone(tmp_path: Path) -> None:
+    """Every chunk the index holds is listed by the one query, so nothing is rewritten."""
+    store = Store.open(tmp_path / "s", BagOfWordsEmbeddings(), create=True)
+    assert store.restore_missing_vectors() == []  # empty store
+    texts = [f"note {i} about redis cache and helm deploy {i % 7}" for i in range(300)]
+    store.upsert(
+        [f"c{i}" for i in range(300)],
+        texts,
+        [{"type": "bug"} for _ in texts],
+        store.embeddings.embed_documents(texts),
+    )
+    store.delete([f"c{i}" for i in range(0, 300, 3)])
+    before = store.version()
+    assert store.restore_missing_vectors() == []
+    assert store.version() == before  # nothing written

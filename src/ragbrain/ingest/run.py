@@ -30,13 +30,15 @@ class IngestReport:
     unchanged: int = 0
     deleted: int = 0
     skipped: list[Skipped] = field(default_factory=list)
+    restored: int = 0  # chunks written back into the vector index (after a killed writer)
 
     def summary(self) -> str:
         """One line for people."""
-        return (
+        line = (
             f"{self.files} files: {self.added} chunks added, {self.unchanged} unchanged, "
             f"{self.deleted} deleted, {len(self.skipped)} files skipped"
         )
+        return line + (f", {self.restored} restored to the vector index" if self.restored else "")
 
 
 def ingest(
@@ -73,6 +75,15 @@ def ingest(
     # One writer at a time: a second `ragbrain ingest` on the same folder fails at once
     # with StoreLockedError instead of interleaving its writes and deletes with ours.
     with store.writing():
+        # A process killed after writing can leave chunks out of Chroma's vector index.
+        report.restored = len(store.restore_missing_vectors())
+        if report.restored:
+            log.warning(
+                "%d chunks of %s were missing from its vector index (a writer was killed?) "
+                "and are written again from their stored vectors.",
+                report.restored,
+                store.location,
+            )
         existing = store.ids_by_source(str(root))
 
         wanted: dict[str, set[str]] = {}
