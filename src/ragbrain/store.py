@@ -345,7 +345,7 @@ class Store:
             ),
         )
         indexed = set(found["ids"][0])
-        missing = [i for page in self.pages([]) for i in page["ids"] if i not in indexed]
+        missing = [i for i in self.all_ids() if i not in indexed]
         for start in range(0, len(missing), _BATCH):
             batch = missing[start : start + _BATCH]
             got = self._call(
