@@ -10,9 +10,12 @@ chunk's type). Three states of ``Store.search``:
 - "fresh process": the first query of a new process, with the rare types' vectors kept on
   disk as `ragbrain ingest` leaves them (here `Store.keep_small_types`, since the synthetic
   store is not ingested from files);
-- "nothing kept": the same with nothing on disk (a store written by other means, before any
-  rare-type query): Chroma's filter answers a rare type (the vectors' load it starts in the
-  background is left out of this query's time).
+- "nothing kept": the same with nothing on disk and no keeping at open: Chroma's filter
+  answers a rare type (the vectors' load it starts in the background is left out of this
+  query's time). The retriever no longer meets this for the types that are rare when it
+  opens the store (its `LexicalSearcher` keeps them, as `ragbrain ingest` does); a type that
+  becomes rare while a process runs, or a `Store` searched without its lexical index, still
+  does.
 
     python -m benchmarks.filter_speed [--size 100000] [--rounds 5]
 """

@@ -93,7 +93,7 @@ def test_graph_prints_mermaid() -> None:
     result = runner.invoke(app, ["graph"])
     assert (
         result.exit_code == 0
-        and "assess_quality -. &nbsp;widen&nbsp; .-> fallback_search" in result.stdout
+        and "vector_search -. &nbsp;widen&nbsp; .-> fallback_search" in result.stdout
     )
 
 

@@ -1,4 +1,4 @@
-"""assess_quality, its router, and the fallback's merge: pure functions, no I/O."""
+"""The CRAG gate (assess_quality), its router, and the fallback's merge: pure functions, no I/O."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from ragbrain.context import DEFAULT_GATE_THRESHOLD, RetrievalContext
 from ragbrain.embeddings import DEFAULT_EMBEDDING_MODEL
 from ragbrain.gates import SHIPPED_GATES, store_gate
 from ragbrain.nodes.fallback import merge_hits
-from ragbrain.nodes.quality import make_assess_quality, route_after_gate
+from ragbrain.nodes.quality import assess_quality, route_after_gate
 from ragbrain.state import Hit
 from ragbrain.store import Store
 
@@ -34,10 +34,9 @@ class GateStore:
 def gate(
     distances: list[float], threshold: float | None = 0.55, store: GateStore | None = None
 ) -> dict[str, Any]:
-    runtime = SimpleNamespace(context=RetrievalContext(gate_threshold=threshold))
-    state = {"hits": [hit(str(i), d) for i, d in enumerate(distances)]}
-    assess_quality = make_assess_quality(store or GateStore())  # type: ignore[arg-type]
-    return assess_quality(state, runtime=runtime)  # type: ignore[arg-type]
+    hits = [hit(str(i), d) for i, d in enumerate(distances)]
+    context = RetrievalContext(gate_threshold=threshold)
+    return assess_quality(hits, None, context, store or GateStore())  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -55,7 +54,7 @@ def test_verdict(distances: list[float], verdict: str, best: float | None) -> No
     result = gate(distances)
     assert result["verdict"] == verdict
     assert result["best_distance"] == best
-    assert result["notes"][0].startswith(f"verdict {verdict}")
+    assert result["note"].startswith(f"verdict {verdict}")
 
 
 def test_threshold_is_a_setting() -> None:
@@ -87,13 +86,13 @@ def test_unset_gate_resolves_most_specific_first(
     assert store_gate(store) == (expected, origin)  # type: ignore[arg-type]
     result = gate([expected + 0.01], threshold=None, store=store)
     assert result["verdict"] == "poor" and result["gate"] == expected
-    assert origin in result["notes"][0]
+    assert origin in result["note"]
 
 
 def test_a_gate_in_the_context_wins_over_the_store() -> None:
     result = gate([0.4], threshold=0.5, store=GateStore(calibrated=0.1))
     assert result["verdict"] == "good" and result["gate"] == 0.5
-    assert "set in the context" in result["notes"][0]
+    assert "set in the context" in result["note"]
 
 
 def test_shipped_gate_is_a_distance_with_its_command() -> None:
@@ -130,10 +129,9 @@ def test_merge_dedupes_sorts_and_limits() -> None:
 def test_a_poor_verdict_takes_the_fallback_only_when_it_can_widen(
     types: list[str] | None, mode: str, lexical: bool, fallback: bool
 ) -> None:
-    runtime = SimpleNamespace(context=RetrievalContext(gate_threshold=0.3, search_mode=mode))  # type: ignore[arg-type]
-    state = {"hits": [hit("a", 0.9)], "type_filter": types}
-    assess_quality = make_assess_quality(GateStore(), object() if lexical else None)  # type: ignore[arg-type]
-    result = assess_quality(state, runtime=runtime)  # type: ignore[arg-type]
+    context = RetrievalContext(gate_threshold=0.3, search_mode=mode)  # type: ignore[arg-type]
+    index = object() if lexical else None
+    result = assess_quality([hit("a", 0.9)], types, context, GateStore(), index)  # type: ignore[arg-type]
     assert result["verdict"] == "poor" and result["fallback"] is fallback
-    assert ("no fallback" in result["notes"][0]) is not fallback
+    assert ("no fallback" in result["note"]) is not fallback
     assert route_after_gate(result) == ("widen" if fallback else "judge")  # type: ignore[arg-type]

@@ -83,7 +83,6 @@ def test_graph_never_loops(fake_store: Store) -> None:
     ]
     assert steps == [
         "vector_search",
-        "assess_quality",
         "fallback_search",
         "critic_filter",
     ]
@@ -178,7 +177,7 @@ def test_graph_runs_nest_under_the_retriever_run(retriever: CorrectiveRetriever)
     (root,) = [r for r, name in recorder.names.items() if name == "retriever"]
     (graph_run,) = [r for r, parent in recorder.parents.items() if parent == root]
     nodes = {recorder.names[r] for r, parent in recorder.parents.items() if parent == graph_run}
-    assert {"vector_search", "assess_quality", "critic_filter"} <= nodes
+    assert {"vector_search", "critic_filter"} <= nodes
 
 
 @pytest.mark.parametrize(

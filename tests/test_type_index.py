@@ -95,6 +95,28 @@ def test_rare_type_vectors_are_kept_for_the_next_process(
     assert again._type_index._vectors[RARE] is not None
 
 
+def test_opening_keeps_the_rare_types_of_a_store_not_ingested(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store written by other means than `ragbrain ingest` has nothing kept; opening it as
+    the retriever does keeps its rare types, so even its first rare-type query skips Chroma."""
+    _, chunks = _fill(tmp_path / "s")
+    kept = tmp_path / "s" / "type-vectors"
+    assert not list(kept.glob("*.safetensors"))
+    store = _reopen(tmp_path / "s")
+    # "rare" (5% of the store) alone: "common" is found by over-fetching, never kept at open
+    assert len(list(kept.glob("*.safetensors"))) == 1
+    collection_type = type(store.collection)
+    searches: list[object] = []
+    query = collection_type.query
+    monkeypatch.setattr(
+        collection_type, "query", lambda *a, **kw: searches.append(a) or query(*a, **kw)
+    )
+    hits = store.search("redis cache", 3, ["rare"])
+    assert searches == []
+    assert [h["id"] for h in hits] == _expected(store, chunks, "redis cache")[:3]
+
+
 def test_kept_vectors_of_other_ids_are_not_used(tmp_path: Path) -> None:
     """Another writer adds a rare chunk: the next process's index has it, the kept file does
     not, so the vectors are read again and the new chunk is found."""

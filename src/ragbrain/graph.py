@@ -10,7 +10,7 @@ from langgraph.graph.state import CompiledStateGraph
 from ragbrain.context import RetrievalContext
 from ragbrain.nodes.critic import make_critic_filter
 from ragbrain.nodes.fallback import make_fallback_search
-from ragbrain.nodes.quality import make_assess_quality, route_after_gate
+from ragbrain.nodes.quality import route_after_gate
 from ragbrain.nodes.search import make_vector_search
 from ragbrain.state import RetrievalInput, RetrievalOutput, RetrievalState
 
@@ -31,13 +31,14 @@ def build_graph(
 ) -> Graph:
     """Compile the corrective retrieval graph over ``store``.
 
-    query -> vector_search -> assess_quality ---> critic_filter -> documents
-                                   \\-poor-> fallback_search -/
+    query -> vector_search ---judge---> critic_filter -> documents
+                         \\-widen-> fallback_search -/
 
-    ``vector_search`` chooses the depth first (adaptive depth is a pure function of the query;
-    a node of its own would cost a LangGraph superstep, more than the choice). A poor verdict
-    takes the fallback when it can widen the search (a type filter to drop, or a BM25 rescue
-    in dense mode); otherwise the run goes on to the critic.
+    ``vector_search`` chooses the depth, searches and runs the CRAG gate: the depth is a pure
+    function of the query and the gate of the hits, and a node of their own would each cost a
+    LangGraph superstep, more than the decision. A poor verdict takes the fallback when it can
+    widen the search (a type filter to drop, or a BM25 rescue in dense mode); otherwise the
+    run goes on to the critic.
 
     Args:
         store: The opened store the searches read.
@@ -57,14 +58,12 @@ def build_graph(
         output_schema=RetrievalOutput,
     )
     builder.add_node("vector_search", make_vector_search(store, lexical))
-    builder.add_node("assess_quality", make_assess_quality(store, lexical))
     builder.add_node("fallback_search", make_fallback_search(store, lexical))
     builder.add_node("critic_filter", make_critic_filter(critic, critic_off_reason))
 
     builder.add_edge(START, "vector_search")
-    builder.add_edge("vector_search", "assess_quality")
     builder.add_conditional_edges(
-        "assess_quality", route_after_gate, {"widen": "fallback_search", "judge": "critic_filter"}
+        "vector_search", route_after_gate, {"widen": "fallback_search", "judge": "critic_filter"}
     )
     builder.add_edge("fallback_search", "critic_filter")
     builder.add_edge("critic_filter", END)

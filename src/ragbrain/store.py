@@ -199,10 +199,10 @@ class Store:
         (``known()`` returns its current version; the lexical index registers itself)."""
         self._type_index.learn_from(known)
 
-    def keep_small_types(self, known: KnownTypes) -> list[str]:
+    def keep_small_types(self, known: KnownTypes, *, only_rare: bool = False) -> list[str]:
         """Keep on disk the vectors of the types too rare for over-fetching to find (see
         ``TypeIndex.keep_small_types``); ``known`` must be in step with the store."""
-        return self._type_index.keep_small_types(known)
+        return self._type_index.keep_small_types(known, only_rare=only_rare)
 
     @classmethod
     def open(

@@ -279,13 +279,16 @@ class TypeIndex:
         with self._lock:
             return None if self._written else known
 
-    def keep_small_types(self, known: KnownTypes) -> list[str]:
+    def keep_small_types(self, known: KnownTypes, *, only_rare: bool = False) -> list[str]:
         """Read and keep on disk the vectors of every type with at most ``MAX_CACHED`` chunks
         whose kept copy is missing or out of date, so that the next process searches them in
         memory from its first query (``ragbrain ingest`` calls this after writing).
 
         Args:
             known: An index of the whole store, in step with it.
+            only_rare: Only the types under 1 / ``OVERFETCH`` of the store, which a query
+                searches in memory at once (the others need their vectors only when an
+                over-fetch falls short, and read them then).
 
         Returns:
             The types whose vectors were (re)read.
@@ -295,7 +298,9 @@ class TypeIndex:
         refreshed = []
         for type_, size in sorted(known.type_counts().items()):
             types = frozenset({type_})
-            if size > MAX_CACHED:
+            if size > MAX_CACHED or not type_:  # "": chunks without a type, never filtered on
+                continue
+            if only_rare and size * OVERFETCH >= len(known):
                 continue
             stored, same_store = self._read_cached(types, known)
             if stored is not None and not same_store:  # other chunks changed: re-stamp it

@@ -1,7 +1,7 @@
 """Adaptive depth: score the query's complexity and pick how many chunks to fetch.
 
 The first step of ``vector_search``, not a node of its own: it reads nothing but the query,
-takes microseconds, and a LangGraph superstep costs ~0.5 ms here (2-3% of a whole query).
+takes microseconds, and a LangGraph superstep costs ~0.6 ms here (2-3% of a whole query).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""vector_search: choose the depth, then the first search, with the caller's type filter (dense,
-or fused with BM25)."""
+"""vector_search: choose the depth, search with the caller's type filter (dense, or fused with
+BM25), then judge the hits with the CRAG gate."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from langgraph.runtime import Runtime
 from ragbrain.context import RetrievalContext, context_of
 from ragbrain.nodes import Node
 from ragbrain.nodes.depth import choose_depth
+from ragbrain.nodes.quality import assess_quality
 from ragbrain.state import RetrievalState
 
 if TYPE_CHECKING:
@@ -20,8 +21,10 @@ if TYPE_CHECKING:
 def make_vector_search(store: Store, lexical: LexicalSearcher | None = None) -> Node:
     """Bind the store (and the lexical index, for hybrid search) into the ``vector_search`` node.
 
-    In ``hybrid`` mode the node fuses dense and BM25 hits; every hit still carries its cosine
-    distance, so the gate that follows reads the same kind of number in either mode.
+    Three steps, one superstep: adaptive depth (``depth.py``), the search, and the CRAG gate
+    (``quality.py``), whose decision the graph's router reads. In ``hybrid`` mode the search
+    fuses dense and BM25 hits; every hit still carries its cosine distance, so the gate reads
+    the same kind of number in either mode.
     """
 
     def vector_search(state: RetrievalState, runtime: Runtime[RetrievalContext]) -> dict[str, Any]:
@@ -45,6 +48,8 @@ def make_vector_search(store: Store, lexical: LexicalSearcher | None = None) -> 
             note = f"vector search ({scope}): {len(hits)} hits"
             if context.search_mode == "hybrid":
                 note += " (hybrid asked, but this graph has no lexical index)"
-        return {**planned, "hits": hits, "notes": [*planned["notes"], note]}
+        gate = assess_quality(hits, types, context, store, lexical)
+        verdict = gate.pop("note")
+        return {**planned, **gate, "hits": hits, "notes": [*planned["notes"], note, verdict]}
 
     return vector_search
