@@ -14,7 +14,8 @@ When too few of the nearest chunks have a wanted type (a rare type), or the inde
 type set is under 1 / ``OVERFETCH`` of the store, that type's vectors are searched exactly in
 memory (a matrix product: under a millisecond for thousands of chunks). They are read from
 Chroma in a background thread while Chroma's filter answers the query, and kept on disk beside
-the store (``ragbrain ingest`` writes them too), so the next process finds them at once
+the store (``ragbrain ingest`` writes them too, and so does opening the store for the
+retriever when the rare types' are missing), so the next process finds them at once
 (checked against the type's current ids before use). A type set with more than
 ``MAX_CACHED`` chunks always uses Chroma's filter. The in-memory copy is dropped when this
 store writes, and reloaded when the collection's count has changed (checked at most every
