@@ -69,6 +69,44 @@ def test_mining_labels_candidates_from_qrels(tmp_path: Path, cache: Path) -> Non
         assert distances == sorted(distances)
 
 
+def test_the_threshold_is_chosen_on_what_the_retriever_hands_the_critic(
+    tmp_path: Path, cache: Path
+) -> None:
+    """dev_seen holds each dev query's candidates exactly as the retriever's hybrid search
+    ranks them (BM25 and dense fused), labelled by the qrels; dev keeps the mined ones."""
+    from ragbrain.evaluation.beir import corpus_store, load_split
+    from ragbrain.lexical.fusion import dense_trusted, hybrid_search
+    from ragbrain.lexical.sync import sync_lexical
+
+    qrels = {q: {f"d{q[1]}": 1} for q in QUERIES}
+    folder = beir(tmp_path / "toy", qrels)
+    embeddings = BagOfWordsEmbeddings()
+    found = from_beir([folder], embeddings, TINY)
+    assert found.dev_seen and {m.query_id for m in found.dev} <= {
+        m.query_id for m in found.dev_seen
+    }
+    store = corpus_store(load_split(folder, "train"), embeddings)
+    index = sync_lexical(store)
+    for item in found.dev_seen:
+        trust = dense_trusted(store, item.query, None)
+        hits = hybrid_search(store, index, item.query, TINY.eval_k, trust_dense=trust)[0]
+        assert [c.doc_id for c in item.candidates] == [h["id"] for h in hits]
+        assert [c.relevant for c in item.candidates] == [
+            h["id"] == f"d{item.query_id[1]}" for h in hits
+        ]
+
+
+def test_a_set_without_relevant_dev_chunks_does_not_set_the_threshold() -> None:
+    from ragbrain.critic.calibrate import choose_threshold
+
+    scores = [0.9, 0.2, 0.1, 0.05]
+    labels = [True, False, False, False]
+    sets = ["a", "a", "b", "b"]  # set b: its dev queries found nothing relevant
+    threshold, report = choose_threshold(scores, labels, sets, recall=0.9)
+    assert threshold == 0.9
+    assert report["b"]["irrelevant_dropped"] == 1.0
+
+
 def test_a_folder_without_positives_stops_early(tmp_path: Path, cache: Path) -> None:
     folder = beir(tmp_path / "toy", {q: {"d1": 0} for q in QUERIES})
     with pytest.raises(NoTrainingDataError, match="no positive pairs"):

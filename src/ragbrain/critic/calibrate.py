@@ -61,14 +61,14 @@ def combine(x: torch.Tensor, combiner: dict[str, Any]) -> torch.Tensor:
 def choose_threshold(
     scores: Sequence[float], labels: Sequence[bool], sets: Sequence[str], recall: float
 ) -> tuple[float, dict[str, Any]]:
-    """The highest threshold keeping ``recall`` of relevant dev chunks in *every* data set,
-    and the per-set dev figures at that threshold."""
+    """The highest threshold keeping ``recall`` of relevant dev chunks in *every* data set
+    that has any, and the per-set dev figures at that threshold."""
     names = sorted(set(sets))
     per_set = {}
     for name in names:
         idx = [i for i, s in enumerate(sets) if s == name]
         per_set[name] = ([scores[i] for i in idx], [labels[i] for i in idx])
-    threshold = min(threshold_for_recall(s, y, recall) for s, y in per_set.values())
+    threshold = min(threshold_for_recall(s, y, recall) for s, y in per_set.values() if any(y))
     threshold = min(max(threshold, 0.0), 1.0)
     report = {
         name: {

@@ -81,6 +81,7 @@ def run_train(
             recipe,
             sources=found.sources,
             progress=stage,
+            dev_seen=found.dev_seen,
         )
     out.print(
         f"critic written to {out_dir} (threshold {calibration['threshold']:.3f})", highlight=False

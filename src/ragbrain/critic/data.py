@@ -3,6 +3,7 @@ by qrels, split into train and dev queries, and grouped (one positive, its query
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import random
 from collections.abc import Callable, Sequence
@@ -144,6 +145,48 @@ def mine(
         if progress:
             progress(min(start + _QUERY_BATCH, len(query_ids)), len(query_ids))
     return found
+
+
+def as_retrieved(
+    split: Split,
+    store: Store,
+    items: Sequence[QueryCandidates],
+    *,
+    k: int,
+    exclude_docs: frozenset[str] = frozenset(),
+) -> list[QueryCandidates]:
+    """The same queries with the candidates the retriever hands its critic at run time: the
+    top ``k`` of its default hybrid search (dense and BM25 fused by RRF, with its language
+    rule), so that a threshold calibrated on them means at run time what it meant on dev.
+
+    The dense side is searched exactly (``exact_nearest``), as in ``mine``, so calibration is
+    as reproducible as mining; relevance comes from ``split``'s qrels, as in ``mine``.
+    """
+    from ragbrain.lexical.fusion import CANDIDATES, dense_trusted, fuse_hits, fusion_weights
+    from ragbrain.lexical.sync import sync_lexical
+
+    index = sync_lexical(store)
+    depth = max(k, CANDIDATES)
+    out: list[QueryCandidates] = []
+    for start in range(0, len(items), _QUERY_BATCH):
+        batch = list(items[start : start + _QUERY_BATCH])
+        vectors = store.embeddings.embed_documents([item.query for item in batch])
+        nearest = exact_nearest(store.collection, vectors, depth, exclude_docs)
+        for item, row in zip(batch, nearest, strict=True):
+            relevant = split.relevant(item.query_id) - exclude_docs
+            dense = [doc for doc, _ in row]
+            lexical = [
+                hit.id
+                for hit in index.search(item.query, depth + len(exclude_docs))
+                if hit.id not in exclude_docs
+            ][:depth]
+            trust = dense_trusted(store, item.query, None)
+            hits = fuse_hits(store, item.query, [dense, lexical], k, fusion_weights(trust))
+            candidates = tuple(
+                Candidate(h["id"], h["text"], h["distance"], h["id"] in relevant) for h in hits
+            )
+            out.append(dataclasses.replace(item, candidates=candidates))
+    return out
 
 
 def groups(

@@ -15,6 +15,7 @@ from ragbrain.critic.data import (
     Group,
     NoTrainingDataError,
     QueryCandidates,
+    as_retrieved,
     check_usable,
     groups,
     is_dev,
@@ -36,7 +37,8 @@ class TrainingSet:
     """Everything training needs: groups, dev queries, corpus texts (IDF) and provenance."""
 
     train: list[Group] = field(default_factory=list)
-    dev: list[QueryCandidates] = field(default_factory=list)
+    dev: list[QueryCandidates] = field(default_factory=list)  # mined: fits the logistic layer
+    dev_seen: list[QueryCandidates] = field(default_factory=list)  # retrieved: the threshold
     corpus_texts: list[str] = field(default_factory=list)
     sources: dict[str, dict[str, int | str]] = field(default_factory=dict)
 
@@ -102,6 +104,9 @@ def from_beir(
         )
         dev = [m for m in mined if is_dev(split.name, m.query_id, recipe.dev_fraction, recipe.seed)]
         train = [m for m in mined if m not in dev]
+        # The threshold is chosen on what the critic will judge: the retriever's hybrid top
+        # eval_k of every dev query, also those with no relevant chunk there.
+        seen = as_retrieved(split, store, dev, k=recipe.eval_k, exclude_docs=excluded)
         texts = [d.content for d in split.corpus.values() if d.id not in excluded]
         made = groups(
             train,
@@ -114,6 +119,7 @@ def from_beir(
         check_usable(str(folder), mined, made)
         out.train += made
         out.dev += [m for m in dev if any(c.relevant for c in m.candidates[: recipe.eval_k])]
+        out.dev_seen += seen
         out.corpus_texts += texts
         out.sources[split.name] = {
             "folder": str(folder),
@@ -122,7 +128,7 @@ def from_beir(
             "dev_queries": len(dev),
             "excluded_test_relevant_docs": len(excluded & set(split.corpus)),
         }
-    if not out.dev:
+    if not out.dev or not any(c.relevant for m in out.dev_seen for c in m.candidates):
         raise NoTrainingDataError("No dev query has a relevant chunk among its candidates.")
     return out
 
@@ -185,9 +191,10 @@ def from_corpus(
             )
         split = Split(folder.name, folder, "pseudo", corpus, queries, qrels)
         mined = mine(split, store, sorted(queries), k=recipe.mine_k, progress=stage("mining notes"))
+        dev = [m for m in mined if is_dev(split.name, m.query_id, recipe.dev_fraction, recipe.seed)]
+        train = [m for m in mined if m not in dev]
+        seen = as_retrieved(split, store, dev, k=recipe.eval_k)  # what the critic will judge
     out = TrainingSet(corpus_texts=[d.text for d in corpus.values()])
-    dev = [m for m in mined if is_dev(split.name, m.query_id, recipe.dev_fraction, recipe.seed)]
-    train = [m for m in mined if m not in dev]
     made = groups(
         train,
         out.corpus_texts,
@@ -199,7 +206,8 @@ def from_corpus(
     check_usable(str(folder), mined, made)
     out.train = made
     out.dev = [m for m in dev if any(c.relevant for c in m.candidates[: recipe.eval_k])]
-    if not out.dev:
+    out.dev_seen = seen
+    if not out.dev or not any(c.relevant for m in out.dev_seen for c in m.candidates):
         raise NoTrainingDataError(f"{folder}: no dev pseudo-query finds its own chunk.")
     out.sources[split.name] = {
         "folder": str(folder),

@@ -109,6 +109,11 @@ def dense_trusted(store: Store, query: str, languages: Sequence[str] | None) -> 
     return all(script in languages for script in present)
 
 
+def fusion_weights(trust_dense: bool) -> tuple[float, float]:
+    """RRF weights of the (dense, BM25) rankings: the dense one counts only when trusted."""
+    return (1.0, 1.0) if trust_dense else (0.0, 1.0)
+
+
 def hybrid_search(
     store: Store,
     index: LexicalIndex,
@@ -130,7 +135,6 @@ def hybrid_search(
     depth = max(k, CANDIDATES)
     dense = store.search(query, depth, types)
     lexical = [hit.id for hit in index.search(query, depth, types)]
-    weights = (1.0, 1.0) if trust_dense else (0.0, 1.0)
-    hits = fuse_hits(store, query, [dense, lexical], k, weights)
+    hits = fuse_hits(store, query, [dense, lexical], k, fusion_weights(trust_dense))
     dense_ids = {hit["id"] for hit in dense}
     return hits, sum(hit["id"] not in dense_ids for hit in hits)
