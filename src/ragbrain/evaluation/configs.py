@@ -63,6 +63,8 @@ CONFIGS: tuple[Config, ...] = (
     Config("adaptive", "ragbrain dense: adaptive depth only (gate off)", context={**DENSE, **OFF}),
     Config("adaptive+gate", "ragbrain dense: adaptive depth + gate and fallback", context=DENSE),
     Config("adaptive+gate+critic", "ragbrain dense: + critic", context=DENSE, critic=True),
+    # The retriever as it ships: hybrid search, adaptive depth, gate and fallback, critic.
+    Config("default", "as shipped: hybrid, adaptive, gate + fallback, critic", critic=True),
 )
 
 
