@@ -46,6 +46,17 @@ def _expected(store: Store, chunks: dict[str, tuple[str, list[float]]], query: s
     return [i for _, i in ranked]
 
 
+def _record_queries(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """A list that gets one entry per Chroma ``query`` call from now on."""
+    collection_type = type(store.collection)
+    searches: list[object] = []
+    query = collection_type.query
+    monkeypatch.setattr(
+        collection_type, "query", lambda *a, **kw: searches.append(a) or query(*a, **kw)
+    )
+    return searches
+
+
 @pytest.fixture(autouse=True)
 def _load_in_the_query(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(type_index, "LOAD_IN_BACKGROUND", False)
@@ -82,12 +93,7 @@ def test_rare_type_vectors_are_kept_for_the_next_process(
 
     monkeypatch.setattr(type_index.TypeIndex, "_load", no_chroma_read)
     again = _reopen(tmp_path / "s")
-    collection_type = type(again.collection)
-    searches: list[object] = []
-    query = collection_type.query
-    monkeypatch.setattr(
-        collection_type, "query", lambda *a, **kw: searches.append(a) or query(*a, **kw)
-    )
+    searches = _record_queries(again, monkeypatch)
     hits = again.search("redis cache", 3, ["rare"])
     assert searches == []  # 4 of 80 chunks: too rare to over-fetch, searched in memory at once
     assert [h["id"] for h in hits] == [h["id"] for h in first]
@@ -106,12 +112,7 @@ def test_opening_keeps_the_rare_types_of_a_store_not_ingested(
     store = _reopen(tmp_path / "s")
     # "rare" (5% of the store) alone: "common" is found by over-fetching, never kept at open
     assert len(list(kept.glob("*.safetensors"))) == 1
-    collection_type = type(store.collection)
-    searches: list[object] = []
-    query = collection_type.query
-    monkeypatch.setattr(
-        collection_type, "query", lambda *a, **kw: searches.append(a) or query(*a, **kw)
-    )
+    searches = _record_queries(store, monkeypatch)
     hits = store.search("redis cache", 3, ["rare"])
     assert searches == []
     assert [h["id"] for h in hits] == _expected(store, chunks, "redis cache")[:3]
