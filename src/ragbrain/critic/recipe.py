@@ -35,7 +35,9 @@ class Recipe:
     mine_k: int = 20
     """Dense candidates mined per query for hard negatives."""
     eval_k: int = 10
-    """Dense candidates per query the critic judges at run time (dev calibration uses these)."""
+    """Candidates per query the critic judges at run time: the threshold is chosen on the
+    retriever's hybrid top ``eval_k`` of each dev query (the logistic layer on the mined top
+    ``eval_k``)."""
     target_recall: float = 0.92
     """The threshold keeps at least this share of relevant dev chunks in every data set (a
     margin over the 90% goal: dev sets are small)."""
