@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import itertools
 import json
 import math
 from pathlib import Path
@@ -159,6 +162,34 @@ def test_judged_negatives_without_positive_make_pointwise_groups() -> None:
 )
 def test_pseudo_queries(text: str, title: str, expected: str | None) -> None:
     assert pseudo_query(text, title) == expected
+
+
+def test_from_corpus_mines_pseudo_queries_from_the_notes(
+    notes_dir: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragbrain.critic import sources
+
+    # Chunk ids hash the notes' (temporary) folder, so the hashed dev split would change from
+    # run to run: every other query, in the order they are assigned, is dev here instead.
+    turn = itertools.count()
+    monkeypatch.setattr(sources, "is_dev", lambda *_: next(turn) % 2 == 0)
+    mined: list[int] = []
+    real_mine = sources.mine
+    monkeypatch.setattr(
+        sources,
+        "mine",
+        lambda split, store, ids, **kw: (
+            mined.append(len(ids)) or real_mine(split, store, ids, **kw)
+        ),
+    )
+    found = from_corpus(notes_dir, BagOfWordsEmbeddings(), TINY)
+    assert found.train and all(g.labels[0] == 1 for g in found.train)
+    assert found.dev_seen and any(c.relevant for m in found.dev_seen for c in m.candidates)
+    for item in found.dev_seen:  # its pseudo-query's own chunk is the one relevant candidate
+        assert {c.doc_id for c in item.candidates if c.relevant} <= {item.query_id[2:]}
+    with contextlib.suppress(NoTrainingDataError):  # 3 queries may leave no dev query at all
+        from_corpus(notes_dir, BagOfWordsEmbeddings(), dataclasses.replace(TINY, max_queries=3))
+    assert mined[1] == 3 < mined[0]  # the recipe's cap on queries holds for notes too
 
 
 def test_from_corpus_with_too_few_pseudo_queries_stops(tmp_path: Path) -> None:

@@ -293,7 +293,10 @@ def critic_train(
     ] = False,
     epochs: Annotated[int | None, typer.Option(help="Training epochs [default: recipe].")] = None,
     max_queries: Annotated[
-        int | None, typer.Option(help="Queries sampled per data set [default: recipe].")
+        int | None,
+        typer.Option(
+            help="Queries (or --from-corpus pseudo-queries) sampled per data set [default: recipe]."
+        ),
     ] = None,
     seed: Annotated[int | None, typer.Option(help="Random seed [default: recipe].")] = None,
     score_length: Annotated[

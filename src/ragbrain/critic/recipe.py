@@ -30,7 +30,8 @@ class Recipe:
     random_negatives: int = 1
     positives_per_query: int = 1
     max_queries: int = 1000
-    """Queries sampled per data set (train + dev together), so big sets do not dominate."""
+    """Queries sampled per data set (train + dev together), so big sets do not dominate; for
+    ``--from-corpus``, pseudo-queries sampled from the folder's chunks."""
     dev_fraction: float = 0.3
     mine_k: int = 20
     """Dense candidates mined per query for hard negatives."""
