@@ -251,7 +251,10 @@ class PagedVectors:
     def __init__(self, vectors: dict[str, list[float]]) -> None:
         self.vectors = vectors
 
+        self.reads = 0
+
     def get(self, include: list[str], limit: int, offset: int) -> dict[str, object]:
+        self.reads += 1
         ids = list(self.vectors)[offset : offset + limit]
         return {"ids": ids, "embeddings": [self.vectors[i] for i in ids]}
 
@@ -278,3 +281,10 @@ def test_exact_nearest_is_a_full_scan_in_any_page_size(monkeypatch: pytest.Monke
         assert [[k for k, _ in row] for row in found] == expected
         assert all(d >= 0 for row in found for _, d in row)
     assert [k for k, _ in found[3][:2]] == ["c07", "tie"]  # equal distances: by id
+    # Several batches share one scan, each with the results it gets alone.
+    monkeypatch.setattr(data, "_PAGE", 7)
+    collection = PagedVectors(vectors)
+    batches = [queries[:1], queries[1:]]
+    shared = data.exact_nearest_batches(collection, batches, 5, skip)
+    assert collection.reads == 7  # 41 vectors in pages of 7, then the empty page: once
+    assert shared == [data.exact_nearest(PagedVectors(vectors), b, 5, skip) for b in batches]

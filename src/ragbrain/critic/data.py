@@ -65,17 +65,31 @@ def is_dev(dataset: str, query_id: str, fraction: float, seed: int) -> bool:
 def exact_nearest(
     collection: Any, vectors: Sequence[Sequence[float]], k: int, skip: frozenset[str]
 ) -> list[list[tuple[str, float]]]:
-    """The ``k`` stored chunks nearest each vector by exact cosine distance, ``skip`` left out.
+    """The ``k`` stored chunks nearest each vector by exact cosine distance, ``skip`` left out
+    (one batch of ``exact_nearest_batches``)."""
+    return exact_nearest_batches(collection, [vectors], k, skip)[0]
+
+
+def exact_nearest_batches(
+    collection: Any, batches: Sequence[Sequence[Sequence[float]]], k: int, skip: frozenset[str]
+) -> list[list[list[tuple[str, float]]]]:
+    """For each batch of vectors, the ``k`` stored chunks nearest each vector by exact cosine
+    distance, ``skip`` left out.
 
     An exhaustive scan, page by page, rather than the HNSW index: Chroma's approximate search
     can return a slightly different top-k in another process, and training data must not.
-    Equal distances are ordered by id.
+    Equal distances are ordered by id. Each page of stored vectors is read once for all the
+    batches (reading is what costs: ~5 s for 100k chunks); each batch's distances are still one
+    matrix product of its own, so a result does not depend on the other batches.
     """
     import numpy
 
-    queries = numpy.asarray(vectors, dtype=numpy.float32)
-    queries /= numpy.maximum(numpy.linalg.norm(queries, axis=1, keepdims=True), 1e-12)
-    best: list[list[tuple[float, str]]] = [[] for _ in range(len(queries))]
+    queries = []
+    for vectors in batches:
+        batch = numpy.asarray(vectors, dtype=numpy.float32)
+        batch /= numpy.maximum(numpy.linalg.norm(batch, axis=1, keepdims=True), 1e-12)
+        queries.append(batch)
+    best: list[list[list[tuple[float, str]]]] = [[[] for _ in batch] for batch in queries]
     offset = 0
     while True:
         page = collection.get(include=["embeddings"], limit=_PAGE, offset=offset)
@@ -85,20 +99,21 @@ def exact_nearest(
         offset += len(ids)
         matrix = numpy.asarray(page["embeddings"], dtype=numpy.float32)
         matrix /= numpy.maximum(numpy.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
-        distances = 1.0 - queries @ matrix.T
         skipped = [j for j, id_ in enumerate(ids) if id_ in skip]
-        distances[:, skipped] = numpy.inf
         top = min(k, len(ids))
-        nearest = numpy.argpartition(distances, top - 1, axis=1)[:, :top]
-        for row, found in enumerate(best):
-            found += [
-                (float(distances[row, j]), ids[j])
-                for j in nearest[row]
-                if distances[row, j] != numpy.inf
-            ]
-            found.sort()
-            del found[k:]
-    return [[(id_, max(0.0, d)) for d, id_ in found] for found in best]
+        for batch, batch_best in zip(queries, best, strict=True):
+            distances = 1.0 - batch @ matrix.T
+            distances[:, skipped] = numpy.inf
+            nearest = numpy.argpartition(distances, top - 1, axis=1)[:, :top]
+            for row, found in enumerate(batch_best):
+                found += [
+                    (float(distances[row, j]), ids[j])
+                    for j in nearest[row]
+                    if distances[row, j] != numpy.inf
+                ]
+                found.sort()
+                del found[k:]
+    return [[[(id_, max(0.0, d)) for d, id_ in found] for found in batch] for batch in best]
 
 
 def mine(
@@ -116,12 +131,18 @@ def mine(
     Documents in ``exclude_docs`` are dropped from positives and candidates alike (used to
     train without documents that are relevant in a test split).
     """
+    batches = [
+        list(query_ids[start : start + _QUERY_BATCH])
+        for start in range(0, len(query_ids), _QUERY_BATCH)
+    ]
+    vectors = []
+    for ids in batches:
+        vectors.append(store.embeddings.embed_documents([split.queries[q] for q in ids]))
+        if progress:
+            progress(sum(len(v) for v in vectors), len(query_ids))
     found: list[QueryCandidates] = []
-    for start in range(0, len(query_ids), _QUERY_BATCH):
-        ids = list(query_ids[start : start + _QUERY_BATCH])
-        texts = [split.queries[q] for q in ids]
-        vectors = store.embeddings.embed_documents(texts)
-        nearest = exact_nearest(store.collection, vectors, k, exclude_docs)
+    scanned = exact_nearest_batches(store.collection, vectors, k, exclude_docs)
+    for ids, nearest in zip(batches, scanned, strict=True):
         wanted = sorted({doc for row in nearest for doc, _ in row})
         page = store.collection.get(ids=wanted, include=["documents"])
         text_of = dict(zip(page["ids"], page["documents"] or [], strict=True))
@@ -142,8 +163,6 @@ def mine(
                     negatives=tuple(split.corpus[d].content for d in sorted(judged_out)),
                 )
             )
-        if progress:
-            progress(min(start + _QUERY_BATCH, len(query_ids)), len(query_ids))
     return found
 
 
@@ -167,11 +186,13 @@ def as_retrieved(
 
     index = sync_lexical(store)
     depth = max(k, CANDIDATES)
+    batches = [
+        list(items[start : start + _QUERY_BATCH]) for start in range(0, len(items), _QUERY_BATCH)
+    ]
+    vectors = [store.embeddings.embed_documents([item.query for item in b]) for b in batches]
+    scanned = exact_nearest_batches(store.collection, vectors, depth, exclude_docs)
     out: list[QueryCandidates] = []
-    for start in range(0, len(items), _QUERY_BATCH):
-        batch = list(items[start : start + _QUERY_BATCH])
-        vectors = store.embeddings.embed_documents([item.query for item in batch])
-        nearest = exact_nearest(store.collection, vectors, depth, exclude_docs)
+    for batch, nearest in zip(batches, scanned, strict=True):
         for item, row in zip(batch, nearest, strict=True):
             relevant = split.relevant(item.query_id) - exclude_docs
             dense = [doc for doc, _ in row]
