@@ -277,7 +277,7 @@ def test_exact_nearest_is_a_full_scan_in_any_page_size(monkeypatch: pytest.Monke
         expected.append([k for _, k in ranked[:5]])
     for page in (7, 1000):
         monkeypatch.setattr(data, "_PAGE", page)
-        found = data.exact_nearest(PagedVectors(vectors), queries, 5, skip)
+        found = data.exact_nearest(PagedVectors(vectors), [queries], 5, skip)[0]
         assert [[k for k, _ in row] for row in found] == expected
         assert all(d >= 0 for row in found for _, d in row)
     assert [k for k, _ in found[3][:2]] == ["c07", "tie"]  # equal distances: by id
@@ -285,6 +285,6 @@ def test_exact_nearest_is_a_full_scan_in_any_page_size(monkeypatch: pytest.Monke
     monkeypatch.setattr(data, "_PAGE", 7)
     collection = PagedVectors(vectors)
     batches = [queries[:1], queries[1:]]
-    shared = data.exact_nearest_batches(collection, batches, 5, skip)
+    shared = data.exact_nearest(collection, batches, 5, skip)
     assert collection.reads == 7  # 41 vectors in pages of 7, then the empty page: once
-    assert shared == [data.exact_nearest(PagedVectors(vectors), b, 5, skip) for b in batches]
+    assert shared == [data.exact_nearest(PagedVectors(vectors), [b], 5, skip)[0] for b in batches]

@@ -196,13 +196,14 @@ class Store:
 
     def learn_types_from(self, known: Callable[[], KnownTypes]) -> None:
         """Let type-filtered searches read chunk types from an index of the whole store
-        (``known()`` returns its current version; the lexical index registers itself)."""
+        (``known()`` returns its current version; the lexical index registers itself), and
+        keep the rare types' vectors if they are missing (``TypeIndex.learn_from``)."""
         self._type_index.learn_from(known)
 
-    def keep_small_types(self, known: KnownTypes, *, only_rare: bool = False) -> list[str]:
+    def keep_small_types(self, known: KnownTypes) -> list[str]:
         """Keep on disk the vectors of the types too rare for over-fetching to find (see
         ``TypeIndex.keep_small_types``); ``known`` must be in step with the store."""
-        return self._type_index.keep_small_types(known, only_rare=only_rare)
+        return self._type_index.keep_small_types(known)
 
     @classmethod
     def open(

@@ -63,14 +63,6 @@ def is_dev(dataset: str, query_id: str, fraction: float, seed: int) -> bool:
 
 
 def exact_nearest(
-    collection: Any, vectors: Sequence[Sequence[float]], k: int, skip: frozenset[str]
-) -> list[list[tuple[str, float]]]:
-    """The ``k`` stored chunks nearest each vector by exact cosine distance, ``skip`` left out
-    (one batch of ``exact_nearest_batches``)."""
-    return exact_nearest_batches(collection, [vectors], k, skip)[0]
-
-
-def exact_nearest_batches(
     collection: Any, batches: Sequence[Sequence[Sequence[float]]], k: int, skip: frozenset[str]
 ) -> list[list[list[tuple[str, float]]]]:
     """For each batch of vectors, the ``k`` stored chunks nearest each vector by exact cosine
@@ -116,6 +108,24 @@ def exact_nearest_batches(
     return [[[(id_, max(0.0, d)) for d, id_ in found] for found in batch] for batch in best]
 
 
+def _nearest(
+    store: Store,
+    queries: Sequence[str],
+    k: int,
+    skip: frozenset[str],
+    progress: Progress | None = None,
+) -> list[list[tuple[str, float]]]:
+    """``exact_nearest`` for each query text, embedded in batches of ``_QUERY_BATCH`` (the
+    batches decide the floating-point results, so they never change) and scanned at once."""
+    vectors: list[list[list[float]]] = []
+    for start in range(0, len(queries), _QUERY_BATCH):
+        batch = queries[start : start + _QUERY_BATCH]
+        vectors.append(store.embeddings.embed_documents(list(batch)))
+        if progress:
+            progress(start + len(batch), len(queries))
+    return [row for rows in exact_nearest(store.collection, vectors, k, skip) for row in rows]
+
+
 def mine(
     split: Split,
     store: Store,
@@ -131,19 +141,13 @@ def mine(
     Documents in ``exclude_docs`` are dropped from positives and candidates alike (used to
     train without documents that are relevant in a test split).
     """
-    batches = [
-        list(query_ids[start : start + _QUERY_BATCH])
-        for start in range(0, len(query_ids), _QUERY_BATCH)
-    ]
-    vectors = []
-    for ids in batches:
-        vectors.append(store.embeddings.embed_documents([split.queries[q] for q in ids]))
-        if progress:
-            progress(sum(len(v) for v in vectors), len(query_ids))
+    texts = [split.queries[q] for q in query_ids]
+    nearest = _nearest(store, texts, k, exclude_docs, progress)
     found: list[QueryCandidates] = []
-    scanned = exact_nearest_batches(store.collection, vectors, k, exclude_docs)
-    for ids, nearest in zip(batches, scanned, strict=True):
-        wanted = sorted({doc for row in nearest for doc, _ in row})
+    for start in range(0, len(query_ids), _QUERY_BATCH):  # candidate texts, a batch per get
+        ids = query_ids[start : start + _QUERY_BATCH]
+        rows = nearest[start : start + _QUERY_BATCH]
+        wanted = sorted({doc for row in rows for doc, _ in row})
         page = store.collection.get(ids=wanted, include=["documents"])
         text_of = dict(zip(page["ids"], page["documents"] or [], strict=True))
         for row, qid in enumerate(ids):
@@ -151,7 +155,7 @@ def mine(
             judged_out = {d for d, s in split.qrels[qid].items() if s <= 0} - exclude_docs
             hits = [
                 Candidate(doc, text_of.get(doc) or "", distance, doc in relevant)
-                for doc, distance in nearest[row]
+                for doc, distance in rows[row]
             ]
             found.append(
                 QueryCandidates(
@@ -186,27 +190,22 @@ def as_retrieved(
 
     index = sync_lexical(store)
     depth = max(k, CANDIDATES)
-    batches = [
-        list(items[start : start + _QUERY_BATCH]) for start in range(0, len(items), _QUERY_BATCH)
-    ]
-    vectors = [store.embeddings.embed_documents([item.query for item in b]) for b in batches]
-    scanned = exact_nearest_batches(store.collection, vectors, depth, exclude_docs)
+    nearest = _nearest(store, [item.query for item in items], depth, exclude_docs)
     out: list[QueryCandidates] = []
-    for batch, nearest in zip(batches, scanned, strict=True):
-        for item, row in zip(batch, nearest, strict=True):
-            relevant = split.relevant(item.query_id) - exclude_docs
-            dense = [doc for doc, _ in row]
-            lexical = [
-                hit.id
-                for hit in index.search(item.query, depth + len(exclude_docs))
-                if hit.id not in exclude_docs
-            ][:depth]
-            trust = dense_trusted(store, item.query, None)
-            hits = fuse_hits(store, item.query, [dense, lexical], k, fusion_weights(trust))
-            candidates = tuple(
-                Candidate(h["id"], h["text"], h["distance"], h["id"] in relevant) for h in hits
-            )
-            out.append(dataclasses.replace(item, candidates=candidates))
+    for item, row in zip(items, nearest, strict=True):
+        relevant = split.relevant(item.query_id) - exclude_docs
+        dense = [doc for doc, _ in row]
+        lexical = [
+            hit.id
+            for hit in index.search(item.query, depth + len(exclude_docs))
+            if hit.id not in exclude_docs
+        ][:depth]
+        trust = dense_trusted(store, item.query, None)
+        hits = fuse_hits(store, item.query, [dense, lexical], k, fusion_weights(trust))
+        candidates = tuple(
+            Candidate(h["id"], h["text"], h["distance"], h["id"] in relevant) for h in hits
+        )
+        out.append(dataclasses.replace(item, candidates=candidates))
     return out
 
 

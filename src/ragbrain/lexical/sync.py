@@ -80,13 +80,9 @@ class LexicalSearcher:
         self._index = sync_lexical(store, index)
         self._checked = time.monotonic()
         self._lock = threading.Lock()
-        # The index holds every chunk's type: the store's type filter need not ask Chroma.
+        # The index holds every chunk's type: the store's type filter need not ask Chroma
+        # (and keeps the rare types' vectors if they are missing: see TypeIndex.learn_from).
         store.learn_types_from(lambda: self.index)
-        # Rare types are searched in memory from vectors kept beside the store. `ragbrain
-        # ingest` keeps them; a store written by other means gets them here, once (0.7-2.2 s more
-        # on the first open of the 100k benchmark store; ~3 ms to check them when they are
-        # there), so that its first type-filtered query is not Chroma's slow filter.
-        store.keep_small_types(self._index, only_rare=True)
 
     @property
     def index(self) -> LexicalIndex:

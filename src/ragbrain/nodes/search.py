@@ -49,7 +49,7 @@ def make_vector_search(store: Store, lexical: LexicalSearcher | None = None) -> 
             if context.search_mode == "hybrid":
                 note += " (hybrid asked, but this graph has no lexical index)"
         gate = assess_quality(hits, types, context, store, lexical)
-        verdict = gate.pop("note")
-        return {**planned, **gate, "hits": hits, "notes": [*planned["notes"], note, verdict]}
+        gate_note = gate.pop("note")
+        return {**planned, **gate, "hits": hits, "notes": [*planned["notes"], note, gate_note]}
 
     return vector_search
