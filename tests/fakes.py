@@ -47,9 +47,13 @@ class OverlapCritic:
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, int]] = []
+        self.distances: list[list[float] | None] = []
 
-    def score(self, query: str, passages: Sequence[str]) -> list[float]:
+    def score(
+        self, query: str, passages: Sequence[str], distances: Sequence[float] | None = None
+    ) -> list[float]:
         self.calls.append((query, len(passages)))
+        self.distances.append(None if distances is None else list(distances))
         words = set(WORD.findall(query.lower()))
         return [len(words & set(WORD.findall(p.lower()))) / max(len(words), 1) for p in passages]
 

@@ -15,6 +15,10 @@ from ragbrain.critic.features import FEATURE_NAMES
 from ragbrain.critic.model import CALIBRATION_FILE, FEATURES_FILE, WEIGHTS_FILE
 from ragbrain.errors import CriticLoadError
 from ragbrain.factory import resolve_critic
+from ragbrain.graph import build_graph
+from ragbrain.retriever import CorrectiveRetriever
+from ragbrain.store import Store
+from tests.fakes import BagOfWordsEmbeddings
 
 COLUMNS = 1 + len(FEATURE_NAMES)
 
@@ -181,3 +185,89 @@ def test_the_retriever_raises_or_disables_on_a_bad_folder(tmp_path: Path) -> Non
         resolve_critic(folder, "raise")
     critic, reason = resolve_critic(folder, "disable")
     assert critic is None and reason.startswith("failed to load") and str(folder) in reason
+
+
+DISTANCE_MODEL = "bag-of-words-64"  # the fake store's embedding model
+
+
+def _with_distance_layer(folder: Path, **changes: object) -> Path:
+    """Add a distance layer that learned ``DISTANCE_MODEL``: a far chunk scores low."""
+    layer: dict[str, object] = {
+        "embedding_model": DISTANCE_MODEL,
+        "threshold": 0.25,
+        "combiner": {
+            "inputs": ["logit", *FEATURE_NAMES, "distance"],
+            "mean": [0.0] * (COLUMNS + 1),
+            "scale": [1.0] * (COLUMNS + 1),
+            "weights": [0.0] * COLUMNS + [-8.0],
+            "bias": 4.0,
+        },
+        "dev": {},
+    }
+    layer.update(changes)
+    _calibration(folder, with_distance=layer)
+    return folder
+
+
+def _distance_inputs(folder: Path) -> None:
+    _with_distance_layer(folder)
+    layer = json.loads((folder / CALIBRATION_FILE).read_text(encoding="utf-8"))["with_distance"]
+    layer["combiner"]["inputs"] = ["logit", *FEATURE_NAMES]
+    _with_distance_layer(folder, combiner=layer["combiner"])
+
+
+BAD_DISTANCE_LAYERS: list[tuple[str, Callable[[Path], object], str]] = [
+    ("no-model", lambda f: _with_distance_layer(f, embedding_model=""), "embedding_model"),
+    ("threshold", lambda f: _with_distance_layer(f, threshold=-0.1), "with_distance.threshold"),
+    ("inputs", _distance_inputs, "'distance'"),
+    ("not-an-object", lambda f: _calibration(f, with_distance=[1]), "'with_distance'"),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "damage", "match"), BAD_DISTANCE_LAYERS, ids=[b[0] for b in BAD_DISTANCE_LAYERS]
+)
+def test_a_bad_distance_layer_raises_critic_load_error(
+    tmp_path: Path, name: str, damage: Callable[[Path], object], match: str
+) -> None:
+    folder = make_critic(tmp_path / "critic")
+    damage(folder)
+    with pytest.raises(CriticLoadError, match=match) as caught:
+        TransformerCritic(folder)
+    assert str(folder) in str(caught.value)
+
+
+def test_the_distance_layer_judges_only_distances_of_its_own_model(tmp_path: Path) -> None:
+    folder = _with_distance_layer(make_critic(tmp_path / "critic"))
+    passages = ["redis cache stampede", "pdf export"]
+    plain = TransformerCritic(folder)
+    assert not plain.uses_distance and plain.threshold == 0.5
+    assert plain.distance_model == DISTANCE_MODEL
+    bound = plain.for_model(DISTANCE_MODEL)
+    assert bound.uses_distance and bound.threshold == 0.25
+    assert bound.model is plain.model  # a view, not a second copy of the weights
+    near, far = bound.score("redis cache", passages, [0.1, 0.9])
+    assert near > 0.9 > 0.1 > far  # sigmoid(4 - 8 d)
+    with pytest.raises(ValueError, match="one distance per passage"):
+        bound.score("redis cache", passages)
+    other = bound.for_model("another-model")
+    assert not other.uses_distance and other.threshold == 0.5
+    # without its layer, distances change nothing
+    assert other.score("redis cache", passages, [0.1, 0.9]) == plain.score("redis cache", passages)
+
+
+def test_the_graph_binds_the_critic_to_its_store_model(tmp_path: Path, fake_store: Store) -> None:
+    critic = TransformerCritic(_with_distance_layer(make_critic(tmp_path / "critic")))
+    out = CorrectiveRetriever(graph=build_graph(fake_store, critic)).run("redis cache stampede")
+    assert out["critic"].endswith("with distance)"), out["critic"]
+
+    class Renamed(BagOfWordsEmbeddings):  # same vectors' size, another model's name
+        def __init__(self) -> None:
+            super().__init__()
+            self.model_name = "another-model"
+
+    assert fake_store.folder is not None
+    elsewhere = Store.open(fake_store.folder, Renamed())
+    assert elsewhere.embedding_model is None  # the store records bag-of-words-64
+    out = CorrectiveRetriever(graph=build_graph(elsewhere, critic)).run("redis cache stampede")
+    assert "with distance" not in out["critic"]

@@ -68,6 +68,7 @@ def synthetic(seed: int = 0) -> tuple[list[Group], list[QueryCandidates], list[s
     return train, dev, list(TOPICS.values())
 
 
+TOY_MODEL = "bag-of-words-64"  # the embedding model the toy candidates' distances stand for
 RECIPE = Recipe(
     layers=1,
     max_length=32,
@@ -93,7 +94,14 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
     train, dev, corpus = synthetic()
     out = root / "critic"
     train_critic(
-        train, dev, corpus, out, RECIPE, sources={"toy": {}}, base=tiny_base(root / "base")
+        train,
+        dev,
+        corpus,
+        out,
+        RECIPE,
+        sources={"toy": {}},
+        base=tiny_base(root / "base"),
+        embedding_model=TOY_MODEL,
     )
     return out
 
@@ -107,6 +115,18 @@ def test_training_writes_a_loadable_calibrated_folder(trained: Path) -> None:
     critic = TransformerCritic(trained)
     scores = critic.score("redis cache stampede", [TOPICS["redis"], TOPICS["csv"]])
     assert len(scores) == 2 and all(0.0 <= s <= 1.0 for s in scores)
+
+
+def test_training_fits_a_distance_layer_for_its_embedding_model(trained: Path) -> None:
+    layer = json.loads((trained / CALIBRATION_FILE).read_text(encoding="utf-8"))["with_distance"]
+    assert layer["embedding_model"] == TOY_MODEL
+    assert layer["combiner"]["inputs"][-1] == "distance"
+    assert layer["dev"]["toy"]["relevant_kept"] >= 0.9  # its own threshold meets the target
+    critic = TransformerCritic(trained, embedding_model=TOY_MODEL)
+    assert critic.uses_distance and critic.threshold == layer["threshold"]
+    # on the toy dev set relevant chunks are the near ones: the layer reads the distance
+    near, far = critic.score("redis cache stampede", [TOPICS["redis"]] * 2, [0.2, 0.5])
+    assert near > far
 
 
 def test_training_learns_the_synthetic_task(trained: Path) -> None:
@@ -123,12 +143,20 @@ def test_training_is_reproducible(trained: Path, tmp_path: Path) -> None:
     train, dev, corpus = synthetic()
     again = tmp_path / "again"
     train_critic(
-        train, dev, corpus, again, RECIPE, sources={"toy": {}}, base=tiny_base(tmp_path / "b")
+        train,
+        dev,
+        corpus,
+        again,
+        RECIPE,
+        sources={"toy": {}},
+        base=tiny_base(tmp_path / "b"),
+        embedding_model=TOY_MODEL,
     )
     first = json.loads((trained / CALIBRATION_FILE).read_text(encoding="utf-8"))
     second = json.loads((again / CALIBRATION_FILE).read_text(encoding="utf-8"))
     assert first["threshold"] == second["threshold"]
     assert first["combiner"]["weights"] == second["combiner"]["weights"]
+    assert first["with_distance"] == second["with_distance"]
 
 
 def test_a_finished_checkpoint_is_kept_for_restarts(trained: Path) -> None:
@@ -183,6 +211,9 @@ def test_eval_judges_the_retrievers_candidates(
     assert report["candidates"] == 3 * report["queries"]
     scorers = [row["scorer"] for row in report["rows"]]
     assert scorers[0] == "keep everything" and scorers[-1] == "Tiny-Critic"
+    # bound to the store's model, as the retriever binds it; compared with its plain layer
+    assert report["critic_uses_distance"] and scorers[-2] == "Tiny-Critic without distance"
+    assert len(report["scores"]["plain"]) == report["candidates"]
     assert report["latency_ms"]["runs"] == report["queries"]
     assert len(report["scores"]["critic"]) == report["candidates"]
     assert f"{candidates} top 3" in markdown([report])

@@ -94,6 +94,10 @@ def test_critic_drops_irrelevant_chunks(fake_store: Store) -> None:
     out = retriever.run("redis cache stampede")
     assert critic.calls == [("redis cache stampede", out["depth"])]  # one batch
     assert out["documents"], out["notes"]
+    # the critic gets every hit's cosine distance beside its text, in the same order
+    (distances,) = critic.distances
+    assert distances is not None and len(distances) == out["depth"]
+    assert {d.metadata[RETRIEVAL_KEY]["distance"] for d in out["documents"]} <= set(distances)
     for doc in out["documents"]:
         assert doc.metadata[RETRIEVAL_KEY]["critic_score"] >= 0.5
     assert "dropped" in out["notes"][-1]
@@ -103,7 +107,9 @@ def test_critic_drops_irrelevant_chunks(fake_store: Store) -> None:
 class NaNCritic:
     threshold = 0.0
 
-    def score(self, query: str, passages: Sequence[str]) -> list[float]:
+    def score(
+        self, query: str, passages: Sequence[str], distances: Sequence[float] | None = None
+    ) -> list[float]:
         return [math.nan] * len(passages)
 
 

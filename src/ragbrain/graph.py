@@ -8,6 +8,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from ragbrain.context import RetrievalContext
+from ragbrain.critic.model import TransformerCritic
 from ragbrain.nodes.critic import make_critic_filter
 from ragbrain.nodes.fallback import make_fallback_search
 from ragbrain.nodes.quality import route_after_gate
@@ -42,7 +43,9 @@ def build_graph(
 
     Args:
         store: The opened store the searches read.
-        critic: Scores chunks in ``critic_filter``; None keeps every chunk and says so.
+        critic: Scores chunks in ``critic_filter``; None keeps every chunk and says so. A
+            ``TransformerCritic`` is bound to the store's embedding model (``for_model``): it
+            reads the hits' distances when it learned that model's.
         critic_off_reason: What the trace says when ``critic`` is None.
         lexical: The store's lexical index (``ragbrain.lexical.LexicalSearcher``), for hybrid
             search and the lexical rescue; None searches by vectors only.
@@ -59,6 +62,8 @@ def build_graph(
     )
     builder.add_node("vector_search", make_vector_search(store, lexical))
     builder.add_node("fallback_search", make_fallback_search(store, lexical))
+    if isinstance(critic, TransformerCritic):
+        critic = critic.for_model(store.embedding_model)
     builder.add_node("critic_filter", make_critic_filter(critic, critic_off_reason))
 
     builder.add_edge(START, "vector_search")

@@ -184,6 +184,14 @@ class Store:
             collection, cache_folder=self.sidecar("type-vectors"), version=self.version
         )
 
+    @property
+    def embedding_model(self) -> str | None:
+        """The embedding model behind this store's distances: the one queries are embedded
+        with, unless the store records another (then None: the distances mix two models)."""
+        model = model_name_of(self.embeddings)
+        recorded = (self.collection.metadata or {}).get(MODEL_KEY)
+        return model if recorded in (None, model) else None
+
     def sidecar(self, name: str, suffix: str = "") -> Path:
         """Where ragbrain keeps a file or folder beside the collection: ``<store>/<name><suffix>``,
         or for a server store, ``$RAGBRAIN_CACHE/<name>/<digest of the URL><suffix>``."""

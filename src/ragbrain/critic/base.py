@@ -12,12 +12,16 @@ class Critic(Protocol):
     """Judges whether chunks are relevant to a query.
 
     ``score`` returns one probability in [0, 1] per passage, in order, for the whole batch at
-    once; ``threshold`` is the calibrated cut below which a chunk counts as irrelevant.
+    once; ``threshold`` is the calibrated cut below which a chunk counts as irrelevant. The
+    retriever also passes each passage's cosine distance to the query, which a critic may use
+    or ignore.
     """
 
     threshold: float
 
-    def score(self, query: str, passages: Sequence[str]) -> list[float]:
+    def score(
+        self, query: str, passages: Sequence[str], distances: Sequence[float] | None = None
+    ) -> list[float]:
         """Relevance probabilities of ``passages`` for ``query``, one per passage."""
         ...
 

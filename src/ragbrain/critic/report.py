@@ -57,7 +57,8 @@ def write_json(reports: Sequence[dict[str, Any]], path: Path) -> None:
 
 def plot(reports: Sequence[dict[str, Any]], path: Path) -> None:
     """Per data set: critic score histograms (relevant vs irrelevant, threshold marked) and the
-    precision/recall-of-keep curves of the critic and the cosine distance."""
+    precision/recall-of-keep curves of the critic (with and without its distance layer, when
+    it has one) and the cosine distance."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -88,7 +89,10 @@ def plot(reports: Sequence[dict[str, Any]], path: Path) -> None:
         hist.set_title(f"{report['data_set']} {report['split']}: critic scores")
         hist.set_xlabel("critic probability")
         hist.legend()
-        for name, values in (("Tiny-Critic", critic), ("cosine distance", scores["neg_distance"])):
+        curves = [("Tiny-Critic", critic), ("cosine distance", scores["neg_distance"])]
+        if scores.get("plain"):
+            curves.insert(1, ("Tiny-Critic without distance", scores["plain"]))
+        for name, values in curves:
             points = precision_recall_curve(values, labels)
             curve.plot([p[1] for p in points], [p[2] for p in points], label=name)
         curve.axvline(report["target_recall"], color="grey", linestyle=":")

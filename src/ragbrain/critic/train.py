@@ -19,9 +19,12 @@ from ragbrain.critic.data import Group, QueryCandidates
 from ragbrain.critic.features import LexicalFeatures, document_frequencies
 from ragbrain.critic.model import (
     CALIBRATION_FILE,
+    DISTANCE_INPUTS,
     FEATURES_FILE,
     MINILM_BASE,
+    PLAIN_INPUTS,
     WEIGHTS_FILE,
+    WITH_DISTANCE,
     read_tensors,
 )
 from ragbrain.critic.recipe import Recipe
@@ -192,7 +195,8 @@ def dev_inputs(
     recipe: Recipe,
     progress: Progress | None = None,
 ) -> tuple[torch.Tensor, list[bool], list[str]]:
-    """Combiner inputs, labels and data-set names for every dev query's top-``eval_k`` hits."""
+    """Combiner inputs (``DISTANCE_INPUTS``: the plain layer's columns, then the candidate's
+    cosine distance), labels and data-set names for every dev query's top-``eval_k`` hits."""
     import torch
 
     rows, labels, sets = [], [], []
@@ -208,7 +212,8 @@ def dev_inputs(
                 p_ids = tokenizer(texts, add_special_tokens=False, truncation=True, max_length=512)[
                     "input_ids"
                 ]
-                rows.append(torch.cat([logits, features.rows(q_ids, p_ids)], dim=1))
+                distances = torch.tensor([[c.distance] for c in hits])
+                rows.append(torch.cat([logits, features.rows(q_ids, p_ids), distances], dim=1))
                 labels += [c.relevant for c in hits]
                 sets += [item.dataset] * len(hits)
             if progress:
@@ -257,11 +262,15 @@ def train_critic(
     progress: Callable[[str], Progress | None] = lambda _label: None,
     base: Path | None = None,
     dev_seen: Sequence[QueryCandidates] | None = None,
+    embedding_model: str | None = None,
 ) -> dict[str, Any]:
     """Train, calibrate on ``dev`` and save to ``out``; return the calibration written.
 
-    The logistic layer is fit on ``dev`` (the dev queries' mined dense candidates); the
-    threshold is chosen, and the dev figures reported, on ``dev_seen`` when given: the same
+    Two logistic layers are fit on ``dev`` (the dev queries' mined dense candidates): one over
+    the logit and the lexical features, and, when ``embedding_model`` names the model the
+    candidates' distances come from, one that also reads the distance (``with_distance`` in
+    the calibration; used only for stores of that model). Each gets its threshold, and the
+    dev figures are reported, on ``dev_seen`` when given: the same
     queries with the candidates the critic judges at run time (``data.as_retrieved``). Fitting
     the layer on those as well was worse on dev for the shipped critic (SciFact: 25.0% of
     irrelevant chunks dropped at 96.9% kept, against 36.5% at 94.7%; NFCorpus, whose 92% sets
@@ -302,20 +311,27 @@ def train_critic(
         )
     features = LexicalFeatures(idf, words)
     x, labels, sets = dev_inputs(scorer, tokenizer, features, dev, recipe, progress("calibrating"))
-    combiner = fit_combiner(x, torch.tensor(labels, dtype=torch.float32))
+    y = torch.tensor(labels, dtype=torch.float32)
+    plain = len(PLAIN_INPUTS)
+    combiners = {"plain": fit_combiner(x[:, :plain], y, PLAIN_INPUTS)}
+    if embedding_model is not None:
+        combiners["distance"] = fit_combiner(x, y, DISTANCE_INPUTS)
     if dev_seen is not None:
         x, labels, sets = dev_inputs(
             scorer, tokenizer, features, dev_seen, recipe, progress("choosing the threshold")
         )
-    scores = combine(x, combiner).tolist()
-    threshold, dev_report = choose_threshold(scores, labels, sets, recipe.target_recall)
+    chosen = {}
+    for name, combiner in combiners.items():
+        scores = combine(x[:, : len(combiner["inputs"])], combiner).tolist()
+        chosen[name] = choose_threshold(scores, labels, sets, recipe.target_recall)
+    threshold, dev_report = chosen["plain"]
     calibration: dict[str, Any] = {
         "threshold": threshold,
         "activation": "sigmoid",
         "max_length": recipe.score_length,
         **({"base": MINILM_BASE} if base is None else {}),
         **({"quantize": "int8"} if recipe.quantize else {}),
-        "combiner": combiner,
+        "combiner": combiners["plain"],
         "dev": dev_report,
         "training": {
             **sources,
@@ -327,5 +343,12 @@ def train_critic(
         },
         "recipe": recipe.to_json(),
     }
+    if embedding_model is not None:
+        calibration[WITH_DISTANCE] = {
+            "embedding_model": embedding_model,
+            "threshold": chosen["distance"][0],
+            "combiner": combiners["distance"],
+            "dev": chosen["distance"][1],
+        }
     save_critic(out, model, idf, calibration)
     return calibration

@@ -44,8 +44,10 @@ def make_critic_filter(critic: Critic | None, off_reason: str = "no critic confi
         threshold = context_of(runtime).critic_threshold
         if threshold is None:
             threshold = critic.threshold
-        scores = critic.score(state["query"], [hit["text"] for hit in hits]) if hits else []
-        status = f"on (threshold {threshold:.3f})"
+        texts, distances = [hit["text"] for hit in hits], [hit["distance"] for hit in hits]
+        scores = critic.score(state["query"], texts, distances) if hits else []
+        with_distance = ", with distance" if getattr(critic, "uses_distance", False) else ""
+        status = f"on (threshold {threshold:.3f}{with_distance})"
         documents = [
             _document(hit, score, state, status)
             for hit, score, keep in zip(hits, scores, keep_mask(scores, threshold), strict=True)
