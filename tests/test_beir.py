@@ -89,6 +89,25 @@ def test_bad_folders_name_file_and_line(
         load_split(root, split)
 
 
+def test_judgements_of_unknown_documents_can_be_left_out(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    qrels = QRELS + "q1\tgone\t1\nq3\tgone\t2\nq9x\tgone\t1\n"
+    (tmp_path / "x").mkdir()
+    root = make_folder(tmp_path / "x" / "tiny", qrels=qrels)
+    with open(root / "queries.jsonl", "a", encoding="utf-8") as handle:
+        handle.write(json.dumps({"_id": "q9x", "text": "only an unknown document"}) + "\n")
+    with pytest.raises(DataSetError, match="1 corpus ids"):
+        load_split(root, "test")  # the default still refuses the split
+    split = load_split(root, "test", drop_unknown_docs=True)
+    assert split.qrels["q1"] == {"d1": 2} and split.qrels["q3"] == {"d5": 1}
+    assert "q9x" not in split.queries  # nothing judged left
+    assert "1 corpus ids are not in corpus.jsonl" in caplog.text
+    only_unknown = make_folder(tmp_path / "y", qrels="query-id\tcorpus-id\tscore\nq1\tgone\t1\n")
+    with pytest.raises(DataSetError, match="no judgement names a document"):
+        load_split(only_unknown, "test", drop_unknown_docs=True)
+
+
 def test_missing_corpus_file(tmp_path: Path) -> None:
     root = make_folder(tmp_path / "x")
     (root / "corpus.jsonl").unlink()

@@ -88,7 +88,8 @@ def from_beir(
     out = TrainingSet()
     for index, given in enumerate(folders):
         folder, split_name = data_folder(given)
-        split = load_split(folder, split_name)
+        # A judgement of a document the corpus lacks can be no training pair: left out.
+        split = load_split(folder, split_name, drop_unknown_docs=True)
         store = corpus_store(split, embeddings, progress=stage(f"embedding {split.name}"))
         excluded = test_relevant_docs(folder) if exclude_test_docs else frozenset()
         ids = sorted(split.queries)

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragbrain.errors import InvalidInputError
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -109,8 +112,12 @@ def _line_of(path: Path, column: int, value: str) -> int:
     return 0
 
 
-def load_split(folder: str | Path, split: str) -> Split:
+def load_split(folder: str | Path, split: str, *, drop_unknown_docs: bool = False) -> Split:
     """Load a BEIR folder's corpus and one split's queries and judgements.
+
+    ``drop_unknown_docs`` leaves out judgements of documents the corpus lacks (NFCorpus's train
+    qrels name 238), with a warning, instead of refusing the split; a query left with no
+    judgement is left out too.
 
     Raises:
         DataSetError: A missing file, a malformed line, a query or document id in the qrels
@@ -133,7 +140,17 @@ def load_split(folder: str | Path, split: str) -> Split:
             f"are not in queries.jsonl (first: {missing_q[0]!r})."
         )
     missing_d = sorted({d for docs in qrels.values() for d in docs if d not in corpus})
-    if missing_d:
+    if missing_d and drop_unknown_docs:
+        log.warning(
+            "%s: %d corpus ids are not in corpus.jsonl; their judgements are left out.",
+            qrels_path,
+            len(missing_d),
+        )
+        kept = {q: {d: s for d, s in docs.items() if d in corpus} for q, docs in qrels.items()}
+        qrels = {q: docs for q, docs in kept.items() if docs}
+        if not qrels:
+            raise DataSetError(f"{qrels_path}: no judgement names a document of the corpus.")
+    elif missing_d:
         raise DataSetError(
             f"{qrels_path}:{_line_of(qrels_path, 1, missing_d[0])}: {len(missing_d)} corpus ids "
             f"are not in corpus.jsonl (first: {missing_d[0]!r})."
