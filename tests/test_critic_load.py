@@ -18,53 +18,14 @@ from ragbrain.factory import resolve_critic
 from ragbrain.graph import build_graph
 from ragbrain.retriever import CorrectiveRetriever
 from ragbrain.store import Store
+from tests.critic_folders import (
+    COLUMNS,
+    DISTANCE_MODEL,
+    edit_calibration,
+    make_critic,
+    with_distance_layer,
+)
 from tests.fakes import BagOfWordsEmbeddings
-
-COLUMNS = 1 + len(FEATURE_NAMES)
-
-
-def make_critic(folder: Path, *, combiner: bool = True) -> Path:
-    """A tiny random critic folder, written the way training writes one (no base package)."""
-    import torch
-    from safetensors.torch import save_file
-    from transformers import BertConfig, BertForSequenceClassification
-
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=30522,
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=64,
-        num_labels=1,
-    )
-    model = BertForSequenceClassification(config)
-    folder.mkdir(parents=True, exist_ok=True)
-    config.to_json_file(str(folder / "config.json"))
-    save_file(
-        {k: v.contiguous() for k, v in model.state_dict().items() if "position_ids" not in k},
-        str(folder / WEIGHTS_FILE),
-    )
-    calibration: dict[str, object] = {"threshold": 0.5, "activation": "sigmoid", "max_length": 64}
-    if combiner:
-        save_file({"idf": torch.ones(30523)}, str(folder / FEATURES_FILE))
-        calibration["combiner"] = {
-            "inputs": ["logit", *FEATURE_NAMES],
-            "mean": [0.0] * COLUMNS,
-            "scale": [1.0] * COLUMNS,
-            "weights": [1.0] + [0.5] * (COLUMNS - 1),
-            "bias": 0.0,
-        }
-    (folder / CALIBRATION_FILE).write_text(json.dumps(calibration), encoding="utf-8")
-    return folder
-
-
-def _calibration(folder: Path, **changes: object) -> None:
-    path = folder / CALIBRATION_FILE
-    data = json.loads(path.read_text(encoding="utf-8"))
-    data.update(changes)
-    path.write_text(json.dumps(data), encoding="utf-8")
 
 
 def _truncate(folder: Path) -> None:
@@ -121,13 +82,13 @@ BAD: list[tuple[str, Callable[[Path], None], str]] = [
     ("missing-tensor", _drop_tensor, "missing"),
     ("missing-calibration", lambda f: (f / CALIBRATION_FILE).unlink(), "calibration file"),
     ("calibration-not-json", lambda f: (f / CALIBRATION_FILE).write_text("thr"), "not valid JSON"),
-    ("threshold-out-of-range", lambda f: _calibration(f, threshold=1.5), "'threshold'"),
-    ("threshold-nan", lambda f: _calibration(f, threshold=math.nan), "'threshold'"),
-    ("unknown-activation", lambda f: _calibration(f, activation="relu"), "'activation'"),
+    ("threshold-out-of-range", lambda f: edit_calibration(f, threshold=1.5), "'threshold'"),
+    ("threshold-nan", lambda f: edit_calibration(f, threshold=math.nan), "'threshold'"),
+    ("unknown-activation", lambda f: edit_calibration(f, activation="relu"), "'activation'"),
     ("activation-vs-labels", _softmax_one_label, "does not fit"),
-    ("combiner-needs-sigmoid", lambda f: _calibration(f, activation="softmax"), "'sigmoid'"),
-    ("bad-max-length", lambda f: _calibration(f, max_length="long"), "'max_length'"),
-    ("unknown-base", lambda f: _calibration(f, base="bert-large"), "'base'"),
+    ("combiner-needs-sigmoid", lambda f: edit_calibration(f, activation="softmax"), "'sigmoid'"),
+    ("bad-max-length", lambda f: edit_calibration(f, max_length="long"), "'max_length'"),
+    ("unknown-base", lambda f: edit_calibration(f, base="bert-large"), "'base'"),
     ("inconsistent-combiner", _combiner, "combiner 'weights'"),
     ("missing-features", lambda f: (f / FEATURES_FILE).unlink(), FEATURES_FILE),
     ("wrong-idf", _bad_idf, "'idf' tensor"),
@@ -187,40 +148,18 @@ def test_the_retriever_raises_or_disables_on_a_bad_folder(tmp_path: Path) -> Non
     assert critic is None and reason.startswith("failed to load") and str(folder) in reason
 
 
-DISTANCE_MODEL = "bag-of-words-64"  # the fake store's embedding model
-
-
-def _with_distance_layer(folder: Path, **changes: object) -> Path:
-    """Add a distance layer that learned ``DISTANCE_MODEL``: a far chunk scores low."""
-    layer: dict[str, object] = {
-        "embedding_model": DISTANCE_MODEL,
-        "threshold": 0.25,
-        "combiner": {
-            "inputs": ["logit", *FEATURE_NAMES, "distance"],
-            "mean": [0.0] * (COLUMNS + 1),
-            "scale": [1.0] * (COLUMNS + 1),
-            "weights": [0.0] * COLUMNS + [-8.0],
-            "bias": 4.0,
-        },
-        "dev": {},
-    }
-    layer.update(changes)
-    _calibration(folder, with_distance=layer)
-    return folder
-
-
 def _distance_inputs(folder: Path) -> None:
-    _with_distance_layer(folder)
+    with_distance_layer(folder)
     layer = json.loads((folder / CALIBRATION_FILE).read_text(encoding="utf-8"))["with_distance"]
     layer["combiner"]["inputs"] = ["logit", *FEATURE_NAMES]
-    _with_distance_layer(folder, combiner=layer["combiner"])
+    with_distance_layer(folder, combiner=layer["combiner"])
 
 
 BAD_DISTANCE_LAYERS: list[tuple[str, Callable[[Path], object], str]] = [
-    ("no-model", lambda f: _with_distance_layer(f, embedding_model=""), "embedding_model"),
-    ("threshold", lambda f: _with_distance_layer(f, threshold=-0.1), "with_distance.threshold"),
+    ("no-model", lambda f: with_distance_layer(f, embedding_model=""), "embedding_model"),
+    ("threshold", lambda f: with_distance_layer(f, threshold=-0.1), "with_distance.threshold"),
     ("inputs", _distance_inputs, "'distance'"),
-    ("not-an-object", lambda f: _calibration(f, with_distance=[1]), "'with_distance'"),
+    ("not-an-object", lambda f: edit_calibration(f, with_distance=[1]), "'with_distance'"),
 ]
 
 
@@ -238,7 +177,7 @@ def test_a_bad_distance_layer_raises_critic_load_error(
 
 
 def test_the_distance_layer_judges_only_distances_of_its_own_model(tmp_path: Path) -> None:
-    folder = _with_distance_layer(make_critic(tmp_path / "critic"))
+    folder = with_distance_layer(make_critic(tmp_path / "critic"))
     passages = ["redis cache stampede", "pdf export"]
     plain = TransformerCritic(folder)
     assert not plain.uses_distance and plain.threshold == 0.5
@@ -257,7 +196,7 @@ def test_the_distance_layer_judges_only_distances_of_its_own_model(tmp_path: Pat
 
 
 def test_the_graph_binds_the_critic_to_its_store_model(tmp_path: Path, fake_store: Store) -> None:
-    critic = TransformerCritic(_with_distance_layer(make_critic(tmp_path / "critic")))
+    critic = TransformerCritic(with_distance_layer(make_critic(tmp_path / "critic")))
     out = CorrectiveRetriever(graph=build_graph(fake_store, critic)).run("redis cache stampede")
     assert out["critic"].endswith("with distance)"), out["critic"]
 

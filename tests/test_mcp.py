@@ -106,6 +106,22 @@ def test_search_results_are_cleaned_capped_and_relative(
     assert (notes_dir / result.chunks[-1].source).is_file()
 
 
+def test_stats_name_the_critic_as_the_retriever_uses_it(
+    tmp_path: Path, notes_dir: Path, fake_embeddings: BagOfWordsEmbeddings
+) -> None:
+    from ragbrain.critic import TransformerCritic
+    from tests.critic_folders import make_critic, with_distance_layer
+
+    ingest(notes_dir, Store.open(tmp_path / "store", fake_embeddings, create=True))
+    folder = with_distance_layer(make_critic(tmp_path / "critic"))  # learned bag-of-words-64
+    service = RagbrainService(
+        tmp_path / "store", critic=TransformerCritic(folder), embeddings=fake_embeddings
+    )
+    critic = service.stats().critic
+    assert critic.endswith("threshold 0.250, with distance"), critic
+    assert service.search("backup", None, None).critic.endswith("with distance)")
+
+
 # --- over stdio: the real `ragbrain mcp` with the real model -----------------------------------
 
 

@@ -23,6 +23,15 @@ if TYPE_CHECKING:
 Graph = CompiledStateGraph[RetrievalState, RetrievalContext, RetrievalInput, RetrievalOutput]
 
 
+def bind_critic(critic: Critic, store: Store) -> Critic:
+    """The critic as a graph over ``store`` uses it: a ``TransformerCritic`` bound to the
+    store's embedding model (``for_model``: its distance layer when it learned that model's
+    distances), any other critic as it is."""
+    if isinstance(critic, TransformerCritic):
+        return critic.for_model(store.embedding_model)
+    return critic
+
+
 def build_graph(
     store: Store,
     critic: Critic | None = None,
@@ -44,8 +53,7 @@ def build_graph(
     Args:
         store: The opened store the searches read.
         critic: Scores chunks in ``critic_filter``; None keeps every chunk and says so. A
-            ``TransformerCritic`` is bound to the store's embedding model (``for_model``): it
-            reads the hits' distances when it learned that model's.
+            ``TransformerCritic`` is bound to the store's embedding model (``bind_critic``).
         critic_off_reason: What the trace says when ``critic`` is None.
         lexical: The store's lexical index (``ragbrain.lexical.LexicalSearcher``), for hybrid
             search and the lexical rescue; None searches by vectors only.
@@ -62,8 +70,7 @@ def build_graph(
     )
     builder.add_node("vector_search", make_vector_search(store, lexical))
     builder.add_node("fallback_search", make_fallback_search(store, lexical))
-    if isinstance(critic, TransformerCritic):
-        critic = critic.for_model(store.embedding_model)
+    critic = bind_critic(critic, store) if critic is not None else None
     builder.add_node("critic_filter", make_critic_filter(critic, critic_off_reason))
 
     builder.add_edge(START, "vector_search")

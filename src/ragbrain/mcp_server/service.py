@@ -14,6 +14,7 @@ from ragbrain.embeddings import model_name_of
 from ragbrain.errors import InvalidInputError
 from ragbrain.factory import CriticChoice, resolve_critic
 from ragbrain.gates import run_gate
+from ragbrain.graph import bind_critic
 from ragbrain.mcp_server.schemas import (
     MAX_LABEL_CHARS,
     Chunk,
@@ -139,9 +140,12 @@ class RagbrainService:
             if critic is None:
                 status = f"off: {off_reason}"
             else:
+                critic = bind_critic(critic, store)  # as the retriever's graph uses it
                 where = getattr(critic, "folder", None)
                 status = f"{type(critic).__name__}{f' from {where}' if where else ''}, "
                 status += f"threshold {critic.threshold:.3f}"
+                if getattr(critic, "uses_distance", False):
+                    status += ", with distance"
             self._loaded = Loaded(store=store, retriever=retriever, critic=status)
             log.info(
                 "Loaded the store %s and the models in %.1f s (critic: %s).",
