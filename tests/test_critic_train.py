@@ -91,8 +91,12 @@ def _cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("critic")
+    return train_toy(root / "critic", root / "base")
+
+
+def train_toy(out: Path, base: Path) -> Path:
+    """Train the toy recipe on the synthetic set into ``out`` (a random base in ``base``)."""
     train, dev, corpus = synthetic()
-    out = root / "critic"
     train_critic(
         train,
         dev,
@@ -100,7 +104,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
         out,
         RECIPE,
         sources={"toy": {}},
-        base=tiny_base(root / "base"),
+        base=tiny_base(base),
         embedding_model=TOY_MODEL,
     )
     return out
@@ -140,18 +144,7 @@ def test_training_learns_the_synthetic_task(trained: Path) -> None:
 
 
 def test_training_is_reproducible(trained: Path, tmp_path: Path) -> None:
-    train, dev, corpus = synthetic()
-    again = tmp_path / "again"
-    train_critic(
-        train,
-        dev,
-        corpus,
-        again,
-        RECIPE,
-        sources={"toy": {}},
-        base=tiny_base(tmp_path / "b"),
-        embedding_model=TOY_MODEL,
-    )
+    again = train_toy(tmp_path / "again", tmp_path / "b")
     first = json.loads((trained / CALIBRATION_FILE).read_text(encoding="utf-8"))
     second = json.loads((again / CALIBRATION_FILE).read_text(encoding="utf-8"))
     assert first["threshold"] == second["threshold"]
