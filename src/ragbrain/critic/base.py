@@ -29,3 +29,10 @@ class Critic(Protocol):
 def keep_mask(scores: Sequence[float], threshold: float) -> list[bool]:
     """Which scores pass ``threshold``; NaN never counts as relevant."""
     return [not math.isnan(s) and s >= threshold for s in scores]
+
+
+def threshold_label(critic: Critic, threshold: float) -> str:
+    """How the trace and the stats name a critic's cut: ``threshold 0.067``, plus ``, with
+    distance`` when the critic reads the hits' distances (``TransformerCritic.uses_distance``)."""
+    with_distance = ", with distance" if getattr(critic, "uses_distance", False) else ""
+    return f"threshold {threshold:.3f}{with_distance}"

@@ -77,10 +77,12 @@ def judge(
     progress: Progress | None = None,
     *,
     score: bool = True,
+    plain: TransformerCritic | None = None,
 ) -> Judged:
     """Search each query like the retriever does (``search``'s top ``k``) and score the hits
     (with ``score=False`` only the distances and lexical overlap, to tune the simple filters).
-    A critic that reads distances is also scored without them (``Judged.plain``, not timed)."""
+    ``plain``, the same critic without its distance layer, also scores the hits from the same
+    forward pass (``Judged.plain``, not timed)."""
     out = Judged()
     for done, qid in enumerate(query_ids, start=1):
         query = split.queries[qid]
@@ -94,11 +96,15 @@ def judge(
         if score and texts:
             distances = [h["distance"] for h in hits]
             started, cpu = time.perf_counter(), time.process_time()
-            out.critic += critic.score(query, texts, distances)
+            if plain is None:
+                out.critic += critic.score(query, texts, distances)
+            else:  # the same work as ``score``, its inputs kept for the distance-free view
+                inputs = critic.inputs(query, texts)
+                out.critic += critic.combined(inputs, distances)
             out.latencies_ms.append((time.perf_counter() - started) * 1000)
             out.cpu_ms.append((time.process_time() - cpu) * 1000)
-            if critic.uses_distance:
-                out.plain += critic.for_model(None).score(query, texts)
+            if plain is not None:
+                out.plain += plain.combined(inputs)
         if progress:
             progress(done, len(query_ids))
     return out
@@ -157,7 +163,8 @@ def evaluate(
         query_ids = sorted(random.Random(0).sample(query_ids, max_queries))
     search = retriever_candidates(store, candidates)
     critic = critic.for_model(store.embedding_model)  # as ``build_graph`` binds it
-    judged = judge(split, search, critic, k, query_ids, stage(f"judging {split.name}"))
+    plain = critic.for_model(None) if critic.uses_distance else None
+    judged = judge(split, search, critic, k, query_ids, stage(f"judging {split.name}"), plain=plain)
     tune, tune_ids = _tuning_ids(folder, split)
     target = float(critic.calibration.get("recipe", {}).get("target_recall", 0.9))
     tuned = judge(tune, search, critic, k, tune_ids, score=False) if tune else None
@@ -189,8 +196,7 @@ def evaluate(
                 threshold_for_recall(tuned.overlap, tuned.labels, target),
             )
         )
-    if judged.plain:
-        plain = critic.for_model(None)
+    if plain is not None:
         rows.append(_row("Tiny-Critic without distance", judged.plain, labels, plain.threshold))
     rows.append(_row("Tiny-Critic", judged.critic, labels, critic.threshold))
     latencies = sorted(judged.latencies_ms)

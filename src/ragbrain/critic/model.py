@@ -374,22 +374,39 @@ class TransformerCritic:
         Raises:
             ValueError: The critic uses distances and none (or not one per passage) came.
         """
-        import torch
-
         if not passages:
             return []
         if self.combiner is not None:
-            x = self.inputs(query, passages)
-            if self.uses_distance:
-                if distances is None or len(distances) != len(passages):
-                    raise ValueError(
-                        f"{self.folder}: this critic judges with {self.distance_model} "
-                        "distances; pass one distance per passage."
-                    )
-                x = torch.cat([x, torch.tensor(distances, dtype=x.dtype)[:, None]], dim=1)
-            probs = combine(x, self.combiner)
-        elif self.activation == "sigmoid":
+            return self.combined(self.inputs(query, passages), distances)
+        if self.activation == "sigmoid":
             probs = self.logits(query, passages)[:, 0].sigmoid()
         else:
             probs = self.logits(query, passages).softmax(dim=-1)[:, 1]
-        return [p if math.isfinite(p) else math.nan for p in probs.tolist()]
+        return _finite(probs)
+
+    def combined(self, x: torch.Tensor, distances: Sequence[float] | None = None) -> list[float]:
+        """``score`` from already computed ``inputs`` rows: the layer in use applied to them
+        (with ``distances`` as its last column when it reads them). Two views of one critic
+        (``for_model``) can so judge the same pairs with one forward pass.
+
+        Raises:
+            ValueError: This critic has no combiner, or it uses distances and none (or not one
+                per row) came.
+        """
+        import torch
+
+        if self.combiner is None:
+            raise ValueError(f"{self.folder}: this critic has no combiner.")
+        if self.uses_distance:
+            if distances is None or len(distances) != len(x):
+                raise ValueError(
+                    f"{self.folder}: this critic judges with {self.distance_model} "
+                    "distances; pass one distance per passage."
+                )
+            x = torch.cat([x, torch.tensor(distances, dtype=x.dtype)[:, None]], dim=1)
+        return _finite(combine(x, self.combiner))
+
+
+def _finite(probs: torch.Tensor) -> list[float]:
+    """The probabilities as floats, a non-finite one as NaN (never relevant)."""
+    return [p if math.isfinite(p) else math.nan for p in probs.tolist()]

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ragbrain.critic.base import threshold_label
 from ragbrain.embeddings import model_name_of
 from ragbrain.errors import InvalidInputError
 from ragbrain.factory import CriticChoice, resolve_critic
@@ -143,9 +144,7 @@ class RagbrainService:
                 critic = bind_critic(critic, store)  # as the retriever's graph uses it
                 where = getattr(critic, "folder", None)
                 status = f"{type(critic).__name__}{f' from {where}' if where else ''}, "
-                status += f"threshold {critic.threshold:.3f}"
-                if getattr(critic, "uses_distance", False):
-                    status += ", with distance"
+                status += threshold_label(critic, critic.threshold)
             self._loaded = Loaded(store=store, retriever=retriever, critic=status)
             log.info(
                 "Loaded the store %s and the models in %.1f s (critic: %s).",

@@ -8,7 +8,7 @@ from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
 from ragbrain.context import RetrievalContext, context_of
-from ragbrain.critic.base import Critic, keep_mask
+from ragbrain.critic.base import Critic, keep_mask, threshold_label
 from ragbrain.nodes import Node
 from ragbrain.state import RETRIEVAL_KEY, Hit, RetrievalState
 
@@ -46,8 +46,7 @@ def make_critic_filter(critic: Critic | None, off_reason: str = "no critic confi
             threshold = critic.threshold
         texts, distances = [hit["text"] for hit in hits], [hit["distance"] for hit in hits]
         scores = critic.score(state["query"], texts, distances) if hits else []
-        with_distance = ", with distance" if getattr(critic, "uses_distance", False) else ""
-        status = f"on (threshold {threshold:.3f}{with_distance})"
+        status = f"on ({threshold_label(critic, threshold)})"
         documents = [
             _document(hit, score, state, status)
             for hit, score, keep in zip(hits, scores, keep_mask(scores, threshold), strict=True)
