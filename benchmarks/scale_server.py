@@ -9,7 +9,9 @@ times faster than filling through a server. Then starts `chroma run` on a free l
 over that folder and times Chroma's own `collection.query` through HttpClient and the whole
 ragbrain pipeline (critic off) on the same query vectors, interleaved. Query embedding is
 excluded from both: the benchmark's query "model" looks the vector up, so the difference is
-the pipeline's overhead.
+the pipeline's overhead. A third side, interleaved with them, calls the graph's own node
+functions (``vector_search`` then ``critic_filter``) in plain Python: the same work without
+LangGraph, which splits that overhead into ragbrain's code and LangGraph's invocation.
 """
 
 from __future__ import annotations
@@ -24,11 +26,14 @@ from typing import Any
 
 import numpy
 from langchain_core.embeddings import Embeddings
+from langgraph.runtime import Runtime
 
 from benchmarks.common import DIMENSION, say, stats
-from ragbrain import CorrectiveRetriever, StorePolicy, build_graph
+from ragbrain import CorrectiveRetriever, RetrievalContext, StorePolicy, build_graph
 from ragbrain.evaluation.beir import cache_root
 from ragbrain.evaluation.report import machine, write_atomic, write_json
+from ragbrain.nodes.critic import make_critic_filter
+from ragbrain.nodes.search import make_vector_search
 from ragbrain.store import Store
 from tests.chroma_server import ChromaServer
 
@@ -83,25 +88,41 @@ def prefill(size: int) -> tuple[Path, float]:
     return folder, time.perf_counter() - began
 
 
+def without_langgraph(store: Store) -> Any:
+    """The critic-off graph's work as plain calls: its two node functions, no LangGraph."""
+    runtime = Runtime(context=RetrievalContext(k=K))
+    search, documents = make_vector_search(store), make_critic_filter(None)
+
+    def run(query: str) -> list[Any]:
+        state: Any = {"query": query, "type_filter": None}
+        state.update(search(state, runtime=runtime))
+        return list(documents(state, runtime=runtime)["documents"])
+
+    return run
+
+
 def measure(store: Store, retriever: CorrectiveRetriever, queries: numpy.ndarray[Any, Any]) -> Any:
-    """Chroma's query and the pipeline on each query vector, alternating which goes first."""
-    raw, pipeline = [], []
+    """Chroma's query, the nodes without LangGraph and the pipeline on each query vector,
+    rotating which goes first."""
+    times: dict[str, list[float]] = {"chroma": [], "nodes": [], "pipeline": []}
+    nodes = without_langgraph(store)
     for i, vector in enumerate(queries):
 
         def chroma(vector: Any = vector) -> None:
-            started = time.perf_counter()
             store.collection.query(query_embeddings=[vector.tolist()], n_results=K)
-            raw.append(time.perf_counter() - started)
 
-        def ragbrain(i: int = i) -> None:
+        def plain(i: int = i) -> None:
+            assert len(nodes(f"q{i}")) == K
+
+        def pipeline(i: int = i) -> None:
+            assert len(retriever.invoke(f"q{i}", k=K)) == K
+
+        sides = [("chroma", chroma), ("nodes", plain), ("pipeline", pipeline)]
+        for name, side in sides[i % 3 :] + sides[: i % 3]:
             started = time.perf_counter()
-            docs = retriever.invoke(f"q{i}", k=K)
-            pipeline.append(time.perf_counter() - started)
-            assert len(docs) == K
-
-        for side in (chroma, ragbrain) if i % 2 else (ragbrain, chroma):
             side()
-    return stats(raw), stats(pipeline)
+            times[name].append(time.perf_counter() - started)
+    return {name: stats(seconds) for name, seconds in times.items()}
 
 
 def main(sizes: list[int]) -> None:
@@ -122,18 +143,24 @@ def main(sizes: list[int]) -> None:
                 for i in range(20):  # load the index into the server and warm the connections
                     retriever.invoke(f"q{i}", k=K)
                 ready_s = time.perf_counter() - began
-                raw, pipeline = measure(store, retriever, queries)
+                timed = measure(store, retriever, queries)
+                raw, nodes, pipeline = timed["chroma"], timed["nodes"], timed["pipeline"]
                 assert server.process is not None
                 row = {
                     "chunks": size,
                     "fill_seconds": round(fill_s, 1),
                     "server_ready_seconds": round(ready_s, 1),
                     "chroma_ms": {"p50": round(raw["p50_ms"], 2), "p95": round(raw["p95_ms"], 2)},
+                    "nodes_without_langgraph_ms": {
+                        "p50": round(nodes["p50_ms"], 2),
+                        "p95": round(nodes["p95_ms"], 2),
+                    },
                     "pipeline_ms": {
                         "p50": round(pipeline["p50_ms"], 2),
                         "p95": round(pipeline["p95_ms"], 2),
                     },
                     "p50_ratio": round(pipeline["p50_ms"] / raw["p50_ms"], 3),
+                    "nodes_p50_ratio": round(nodes["p50_ms"] / raw["p50_ms"], 3),
                     "server_rss_mib": round(rss_mib(server.process.pid), 1),
                     "client_rss_mib": round(rss_mib(os.getpid()), 1),
                 }
@@ -146,15 +173,17 @@ def main(sizes: list[int]) -> None:
     write_json(RESULTS / "scale_server.json", payload)
     lines = [
         "| chunks | fill s (embedded, 0 = cached) | server start + warm-up s "
-        "| Chroma p50 / p95 ms | pipeline p50 / p95 ms | p50 ratio "
-        "| server RSS MiB | client RSS MiB |",
-        "|---|---|---|---|---|---|---|---|",
+        "| Chroma p50 / p95 ms | nodes without LangGraph p50 / p95 ms (ratio) "
+        "| pipeline p50 / p95 ms | p50 ratio | server RSS MiB | client RSS MiB |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r['chunks']:,} | {r['fill_seconds']} | {r['server_ready_seconds']} "
             f"| {r['chroma_ms']['p50']} / "
-            f"{r['chroma_ms']['p95']} | {r['pipeline_ms']['p50']} / {r['pipeline_ms']['p95']} "
+            f"{r['chroma_ms']['p95']} | {r['nodes_without_langgraph_ms']['p50']} / "
+            f"{r['nodes_without_langgraph_ms']['p95']} ({r['nodes_p50_ratio']}) "
+            f"| {r['pipeline_ms']['p50']} / {r['pipeline_ms']['p95']} "
             f"| {r['p50_ratio']} | {r['server_rss_mib']} | {r['client_rss_mib']} |"
         )
     write_atomic(RESULTS / "scale_server.md", "\n".join(lines) + "\n")

@@ -76,3 +76,21 @@ def with_distance_layer(folder: Path, **changes: object) -> Path:
     layer.update(changes)
     edit_calibration(folder, with_distance=layer)
     return folder
+
+
+def list_aware(folder: Path, **weights: float) -> Path:
+    """Make the folder's plain layer list-aware (``PLAIN_LIST_INPUTS``), weighing only the
+    named columns (the rest 0)."""
+    from ragbrain.critic.model import PLAIN_LIST_INPUTS
+
+    edit_calibration(
+        folder,
+        combiner={
+            "inputs": list(PLAIN_LIST_INPUTS),
+            "mean": [0.0] * len(PLAIN_LIST_INPUTS),
+            "scale": [1.0] * len(PLAIN_LIST_INPUTS),
+            "weights": [weights.get(name, 0.0) for name in PLAIN_LIST_INPUTS],
+            "bias": 0.0,
+        },
+    )
+    return folder

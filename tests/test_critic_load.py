@@ -22,6 +22,7 @@ from tests.critic_folders import (
     COLUMNS,
     DISTANCE_MODEL,
     edit_calibration,
+    list_aware,
     make_critic,
     with_distance_layer,
 )
@@ -65,6 +66,12 @@ def _softmax_one_label(folder: Path) -> None:
     (folder / CALIBRATION_FILE).write_text(json.dumps(data), encoding="utf-8")
 
 
+def _unknown_inputs(folder: Path) -> None:
+    data = json.loads((folder / CALIBRATION_FILE).read_text(encoding="utf-8"))
+    data["combiner"]["inputs"] = ["logit", *FEATURE_NAMES, "rank"]  # half a list layout
+    (folder / CALIBRATION_FILE).write_text(json.dumps(data), encoding="utf-8")
+
+
 def _combiner(folder: Path) -> None:
     data = json.loads((folder / CALIBRATION_FILE).read_text(encoding="utf-8"))
     data["combiner"]["weights"] = [1.0]
@@ -90,6 +97,7 @@ BAD: list[tuple[str, Callable[[Path], None], str]] = [
     ("bad-max-length", lambda f: edit_calibration(f, max_length="long"), "'max_length'"),
     ("unknown-base", lambda f: edit_calibration(f, base="bert-large"), "'base'"),
     ("inconsistent-combiner", _combiner, "combiner 'weights'"),
+    ("unknown-combiner-inputs", _unknown_inputs, "combiner 'inputs' must be"),
     ("missing-features", lambda f: (f / FEATURES_FILE).unlink(), FEATURES_FILE),
     ("wrong-idf", _bad_idf, "'idf' tensor"),
 ]
@@ -210,3 +218,30 @@ def test_the_graph_binds_the_critic_to_its_store_model(tmp_path: Path, fake_stor
     assert elsewhere.embedding_model is None  # the store records bag-of-words-64
     out = CorrectiveRetriever(graph=build_graph(elsewhere, critic)).run("redis cache stampede")
     assert "with distance" not in out["critic"]
+
+
+def test_list_columns_place_each_chunk_in_its_list() -> None:
+    import torch
+
+    from ragbrain.critic.features import list_columns
+
+    columns = ("logit", "bm25", "distance")
+    x = torch.tensor([[2.0, 1.0, 0.2], [0.0, 3.0, 0.1], [1.0, 0.0, 0.5]])
+    got = list_columns(x, columns)
+    # rank, logit_gap, bm25_gap, logit_spread, bm25_spread, distance_gap, distance_spread
+    expected = [
+        [0.0, 0.0, -2.0, 2.0, 3.0, 0.1, 0.4],
+        [math.log(2), -2.0, 0.0, 2.0, 3.0, 0.0, 0.4],
+        [math.log(3), -1.0, -3.0, 2.0, 3.0, 0.4, 0.4],
+    ]
+    torch.testing.assert_close(got, torch.tensor(expected))
+    assert list_columns(x[:, :2], columns[:2]).shape == (3, 5)  # no distance, no its columns
+    assert list_columns(x[:0], columns).shape == (0, 7)
+
+
+def test_a_list_aware_critic_judges_each_chunk_against_its_list(tmp_path: Path) -> None:
+    critic = TransformerCritic(list_aware(make_critic(tmp_path / "critic"), rank=-1.0))
+    first, second = critic.score("redis cache", ["pdf export", "redis cache stampede"])
+    assert first == pytest.approx(0.5) and second == pytest.approx(1 / (1 + 2.0))  # 1/(1+e^log2)
+    # the same chunk alone heads its list
+    assert critic.score("redis cache", ["redis cache stampede"]) == pytest.approx([0.5])

@@ -17,7 +17,15 @@ from ragbrain.critic.data import (
     QueryCandidates,
     check_usable,
 )
-from ragbrain.critic.model import CALIBRATION_FILE, WEIGHTS_FILE, TransformerCritic
+from ragbrain.critic.model import (
+    CALIBRATION_FILE,
+    DISTANCE_INPUTS,
+    DISTANCE_LIST_INPUTS,
+    PLAIN_INPUTS,
+    PLAIN_LIST_INPUTS,
+    WEIGHTS_FILE,
+    TransformerCritic,
+)
 from ragbrain.critic.recipe import Recipe
 from ragbrain.critic.train import train_critic, work_dir
 
@@ -124,7 +132,7 @@ def test_training_writes_a_loadable_calibrated_folder(trained: Path) -> None:
 def test_training_fits_a_distance_layer_for_its_embedding_model(trained: Path) -> None:
     layer = json.loads((trained / CALIBRATION_FILE).read_text(encoding="utf-8"))["with_distance"]
     assert layer["embedding_model"] == TOY_MODEL
-    assert layer["combiner"]["inputs"][-1] == "distance"
+    assert "distance" in layer["combiner"]["inputs"]
     assert layer["dev"]["toy"]["relevant_kept"] >= 0.9  # its own threshold meets the target
     critic = TransformerCritic(trained, embedding_model=TOY_MODEL)
     assert critic.uses_distance and critic.threshold == layer["threshold"]
@@ -158,13 +166,51 @@ def test_a_finished_checkpoint_is_kept_for_restarts(trained: Path) -> None:
     assert (work_dir(trained) / "checkpoint" / WEIGHTS_FILE).is_file()
 
 
-def test_batch_scoring_matches_one_by_one(trained: Path) -> None:
-    critic = TransformerCritic(trained, batch_size=2)
+def test_forward_batches_do_not_change_the_scores(trained: Path) -> None:
+    passages = list(TOPICS.values())
+    small = TransformerCritic(trained, batch_size=2).score("jwt key rotation login", passages)
+    whole = TransformerCritic(trained).score("jwt key rotation login", passages)
+    assert small == pytest.approx(whole, abs=1e-4)
+    assert TransformerCritic(trained).score("jwt", []) == []
+
+
+def test_training_writes_list_aware_layers(trained: Path) -> None:
+    calibration = json.loads((trained / CALIBRATION_FILE).read_text(encoding="utf-8"))
+    assert calibration["combiner"]["inputs"] == list(PLAIN_LIST_INPUTS)
+    assert calibration["with_distance"]["combiner"]["inputs"] == list(DISTANCE_LIST_INPUTS)
+    critic = TransformerCritic(trained)
+    chunk = TOPICS["csv"]
+    alone = critic.score("redis cache stampede", [chunk])[0]
+    behind = critic.score("redis cache stampede", [TOPICS["redis"], chunk])[1]
+    assert alone != pytest.approx(behind, abs=1e-6)  # a chunk is judged within its list
+
+
+def test_without_list_features_each_pair_is_judged_alone(trained: Path, tmp_path: Path) -> None:
+    import dataclasses
+    import shutil
+
+    out = tmp_path / "per-pair"
+    shutil.copytree(work_dir(trained), work_dir(out))  # recalibrates the same weights
+    train, dev, corpus = synthetic()
+    recipe = dataclasses.replace(RECIPE, list_features=False)
+    train_critic(
+        train,
+        dev,
+        corpus,
+        out,
+        recipe,
+        sources={"toy": {}},
+        base=tiny_base(tmp_path / "b"),
+        embedding_model=TOY_MODEL,
+    )
+    calibration = json.loads((out / CALIBRATION_FILE).read_text(encoding="utf-8"))
+    assert calibration["combiner"]["inputs"] == list(PLAIN_INPUTS)
+    assert calibration["with_distance"]["combiner"]["inputs"] == list(DISTANCE_INPUTS)
+    critic = TransformerCritic(out)
     passages = list(TOPICS.values())
     batched = critic.score("jwt key rotation login", passages)
     single = [critic.score("jwt key rotation login", [p])[0] for p in passages]
     assert batched == pytest.approx(single, abs=1e-4)
-    assert critic.score("jwt", []) == []
 
 
 def test_a_nan_logit_scores_nan(trained: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -308,6 +308,13 @@ def critic_train(
             "filters better and runs slower. A rerun that changes only this recalibrates.",
         ),
     ] = None,
+    list_features: Annotated[
+        bool,
+        typer.Option(
+            help="Judge each chunk against its query's other candidates (rank, gaps to the "
+            "best, spread); --no-list-features judges each pair alone. Only recalibrates.",
+        ),
+    ] = True,
 ) -> None:
     """Fine-tune a small cross-encoder critic on (query, chunk, label) pairs and calibrate it."""
     from ragbrain.critic.cli import run_train
@@ -322,6 +329,7 @@ def critic_train(
             max_queries,
             seed,
             score_length=score_length,
+            list_features=list_features,
         )
     except RagbrainError as exc:
         raise _fail(exc) from exc

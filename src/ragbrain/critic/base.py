@@ -13,8 +13,10 @@ class Critic(Protocol):
 
     ``score`` returns one probability in [0, 1] per passage, in order, for the whole batch at
     once; ``threshold`` is the calibrated cut below which a chunk counts as irrelevant. The
-    retriever also passes each passage's cosine distance to the query, which a critic may use
-    or ignore.
+    retriever passes one query's hits together, in its order (best first), with each one's
+    cosine distance to the query; a critic may judge each chunk alone or against the others
+    (the shipped one does: its rank and its gaps to the list's best), and may use the
+    distances or ignore them.
     """
 
     threshold: float

@@ -44,6 +44,7 @@ def run_train(
     seed: int | None,
     *,
     score_length: int | None = None,
+    list_features: bool = True,
 ) -> None:
     """Mine pairs, train, calibrate and save; print where the critic went and its dev figures."""
     from ragbrain.critic.model import WITH_DISTANCE
@@ -62,6 +63,7 @@ def run_train(
         max_queries=recipe.max_queries if max_queries is None else max_queries,
         seed=recipe.seed if seed is None else seed,
         score_length=recipe.score_length if score_length is None else score_length,
+        list_features=list_features,
     )
     with Stages() as stage:
         embeddings = default_embeddings()

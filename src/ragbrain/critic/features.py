@@ -1,4 +1,6 @@
-"""Cheap lexical features the cross-encoder does not see: IDF overlap, BM25 and static cosine."""
+"""Cheap features the cross-encoder does not see: lexical ones (IDF overlap, BM25, static
+cosine) of each (query, chunk) pair, and list ones that place a chunk among the other
+candidates the retriever found for the same query."""
 
 from __future__ import annotations
 
@@ -14,6 +16,13 @@ FEATURE_NAMES = ("idf_overlap", "bm25", "static_cosine", "log_passage_len")
 _K1 = 1.2
 _B = 0.75
 _PASSAGE_TOKENS = 512  # features read further into the chunk than the cross-encoder does
+#: List columns, from one query's candidates in the retriever's order (best first): the rank,
+#: how far a chunk's logit and BM25 fall short of the list's best, and how spread the list is
+#: in each. A chunk well behind the best of a list that has a clear winner is likely noise; in
+#: a flat list (many relevant chunks, or none) the gaps say less, and the spreads tell which.
+LIST_NAMES = ("rank", "logit_gap", "bm25_gap", "logit_spread", "bm25_spread")
+#: The same two for the retriever's cosine distance (gap: how much further than the nearest).
+DISTANCE_LIST_NAMES = ("distance_gap", "distance_spread")
 
 
 def document_frequencies(token_ids: Iterable[Sequence[int]], vocab_size: int) -> torch.Tensor:
@@ -80,3 +89,35 @@ class LexicalFeatures:
             cosine = float(torch.nn.functional.cosine_similarity(q_vec, p_vec, dim=0))
             rows.append([overlap, bm25 / q_total, cosine, math.log1p(len(ids))])
         return torch.tensor(rows, dtype=torch.float32).reshape(len(rows), len(FEATURE_NAMES))
+
+
+def list_columns(x: torch.Tensor, columns: Sequence[str]) -> torch.Tensor:
+    """The list columns of one query's candidates.
+
+    Args:
+        x: One row per candidate, in the retriever's order (best first), with the columns
+            named in ``columns``; these must include ``logit`` and ``bm25``.
+        columns: The names of ``x``'s columns. With ``distance`` among them the result adds
+            ``DISTANCE_LIST_NAMES``.
+
+    Returns:
+        Shape (n, len(LIST_NAMES)), or (n, len(LIST_NAMES) + len(DISTANCE_LIST_NAMES)).
+    """
+    import torch
+
+    with_distance = "distance" in columns
+    width = len(LIST_NAMES) + (len(DISTANCE_LIST_NAMES) if with_distance else 0)
+    if len(x) == 0:
+        return x.new_zeros((0, width))
+    logit, bm25 = x[:, columns.index("logit")], x[:, columns.index("bm25")]
+    rank = torch.log1p(torch.arange(len(x), dtype=x.dtype))
+    out = [rank, logit - logit.max(), bm25 - bm25.max(), _spread(logit), _spread(bm25)]
+    if with_distance:
+        distance = x[:, columns.index("distance")]
+        out += [distance - distance.min(), _spread(distance)]
+    return torch.stack(out, dim=1)
+
+
+def _spread(column: torch.Tensor) -> torch.Tensor:
+    """The column's range, on every row."""
+    return (column.max() - column.min()).expand(len(column))

@@ -11,7 +11,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragbrain.critic.calibrate import combine
-from ragbrain.critic.features import FEATURE_NAMES, LexicalFeatures
+from ragbrain.critic.features import (
+    DISTANCE_LIST_NAMES,
+    FEATURE_NAMES,
+    LIST_NAMES,
+    LexicalFeatures,
+    list_columns,
+)
 from ragbrain.embeddings import minilm_path, set_offline
 from ragbrain.errors import CriticLoadError
 
@@ -45,21 +51,24 @@ def _number(value: Any) -> bool:
 
 
 #: The combiner columns: the model logit and the lexical features; the distance layer adds the
-#: retriever's cosine distance of each chunk.
+#: retriever's cosine distance of each chunk. A list-aware layer (what training writes) also
+#: reads the list columns of the chunk's candidate list (``features.list_columns``).
 PLAIN_INPUTS = ("logit", *FEATURE_NAMES)
 DISTANCE_INPUTS = (*PLAIN_INPUTS, "distance")
+PLAIN_LIST_INPUTS = (*PLAIN_INPUTS, *LIST_NAMES)
+DISTANCE_LIST_INPUTS = (*DISTANCE_INPUTS, *LIST_NAMES, *DISTANCE_LIST_NAMES)
 #: ``calibration.json`` key of the layer that also reads the distance, and of the embedding
 #: model whose distances it learned.
 WITH_DISTANCE = "with_distance"
 
 
-def _check_combiner(path: Path, combiner: Any, columns: Sequence[str]) -> None:
+def _check_combiner(path: Path, combiner: Any, layouts: Sequence[Sequence[str]]) -> None:
     if not isinstance(combiner, dict):
         raise CriticLoadError(f"{path}: 'combiner' must be an object.")
-    if combiner.get("inputs") != list(columns):
-        raise CriticLoadError(
-            f"{path}: combiner 'inputs' must be {list(columns)}, got {combiner.get('inputs')!r}."
-        )
+    columns = combiner.get("inputs")
+    if columns not in [list(layout) for layout in layouts]:
+        expected = " or ".join(str(list(layout)) for layout in layouts)
+        raise CriticLoadError(f"{path}: combiner 'inputs' must be {expected}, got {columns!r}.")
     for key in ("mean", "scale", "weights"):
         values = combiner.get(key)
         if (
@@ -84,7 +93,7 @@ def _check_distance_layer(path: Path, layer: Any) -> None:
     if not isinstance(model, str) or not model:
         raise CriticLoadError(f"{path}: {WITH_DISTANCE}.embedding_model must name a model.")
     _check_threshold(path, layer.get("threshold"), f"{WITH_DISTANCE}.threshold")
-    _check_combiner(path, layer.get("combiner"), DISTANCE_INPUTS)
+    _check_combiner(path, layer.get("combiner"), (DISTANCE_INPUTS, DISTANCE_LIST_INPUTS))
 
 
 def read_calibration(folder: Path) -> dict[str, Any]:
@@ -114,7 +123,7 @@ def read_calibration(folder: Path) -> dict[str, Any]:
     if calibration.get("quantize") not in (None, "int8"):
         raise CriticLoadError(f"{path}: 'quantize' must be 'int8' or absent.")
     if "combiner" in calibration:
-        _check_combiner(path, calibration["combiner"], PLAIN_INPUTS)
+        _check_combiner(path, calibration["combiner"], (PLAIN_INPUTS, PLAIN_LIST_INPUTS))
         if calibration["activation"] != "sigmoid":
             raise CriticLoadError(f"{path}: a combiner needs the 'sigmoid' activation.")
     if WITH_DISTANCE in calibration:
@@ -179,6 +188,20 @@ def build_model(folder: Path, calibration: dict[str, Any]) -> Any:
         )
     model.load_state_dict(tensors, strict=True)
     return model.eval()
+
+
+def quantized(model: Any) -> Any:
+    """An int8 copy of ``model`` (dynamic quantization of its linear layers): what a critic
+    whose calibration says ``"quantize": "int8"`` runs, at load time and when calibrated."""
+    import warnings
+
+    import torch
+
+    with warnings.catch_warnings():  # torch deprecates eager quantization; it still works
+        warnings.simplefilter("ignore")
+        return torch.ao.quantization.quantize_dynamic(  # type: ignore[no-untyped-call]
+            model, {torch.nn.Linear}, dtype=torch.qint8
+        )
 
 
 def _engine(tokenizer: Any) -> Any:
@@ -252,15 +275,7 @@ class TransformerCritic:
         self._pairs.enable_truncation(self.max_length, strategy="longest_first")
         self.features = self._features() if "combiner" in self.calibration else None
         if self.calibration.get("quantize") == "int8":
-            import warnings
-
-            import torch
-
-            with warnings.catch_warnings():  # torch deprecates eager quantization; it still works
-                warnings.simplefilter("ignore")
-                self.model = torch.ao.quantization.quantize_dynamic(  # type: ignore[no-untyped-call]
-                    self.model, {torch.nn.Linear}, dtype=torch.qint8
-                )
+            self.model = quantized(self.model)
         self._use_layer(embedding_model)
 
     @property
@@ -354,7 +369,8 @@ class TransformerCritic:
         return self._lexical(*self.encode(query, passages))
 
     def inputs(self, query: str, passages: Sequence[str]) -> torch.Tensor:
-        """The combiner's input columns (``logit``, then ``FEATURE_NAMES``), shape (n, 1 + F)."""
+        """The combiner's per-pair columns (``PLAIN_INPUTS``: ``logit``, then
+        ``FEATURE_NAMES``), shape (n, 1 + F); ``combined`` adds the rest."""
         import torch
 
         encoded = self.encode(query, passages)
@@ -368,8 +384,11 @@ class TransformerCritic:
     ) -> list[float]:
         """Relevance probabilities in [0, 1]; a non-finite value becomes NaN (never relevant).
 
-        ``distances`` are the passages' cosine distances to the query; they are read only when
-        the critic ``uses_distance`` (then they are required).
+        ``passages`` are one query's candidates in the retriever's order, best first: a
+        list-aware layer (what training writes) judges each against the others, so a chunk's
+        score depends on the list it comes in. ``distances`` are the passages' cosine
+        distances to the query; they are read only when the critic ``uses_distance`` (then
+        they are required).
 
         Raises:
             ValueError: The critic uses distances and none (or not one per passage) came.
@@ -385,9 +404,10 @@ class TransformerCritic:
         return _finite(probs)
 
     def combined(self, x: torch.Tensor, distances: Sequence[float] | None = None) -> list[float]:
-        """``score`` from already computed ``inputs`` rows: the layer in use applied to them
-        (with ``distances`` as its last column when it reads them). Two views of one critic
-        (``for_model``) can so judge the same pairs with one forward pass.
+        """``score`` from already computed ``inputs`` rows (one query's list): the layer in
+        use applied to them, with ``distances`` as a column when it reads them and the list
+        columns when it is list-aware. Two views of one critic (``for_model``) can so judge
+        the same pairs with one forward pass.
 
         Raises:
             ValueError: This critic has no combiner, or it uses distances and none (or not one
@@ -404,6 +424,9 @@ class TransformerCritic:
                     "distances; pass one distance per passage."
                 )
             x = torch.cat([x, torch.tensor(distances, dtype=x.dtype)[:, None]], dim=1)
+        columns = DISTANCE_INPUTS if self.uses_distance else PLAIN_INPUTS
+        if len(self.combiner["inputs"]) > len(columns):  # list-aware
+            x = torch.cat([x, list_columns(x, columns)], dim=1)
         return _finite(combine(x, self.combiner))
 
 

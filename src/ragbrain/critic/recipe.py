@@ -42,6 +42,11 @@ class Recipe:
     target_recall: float = 0.92
     """The threshold keeps at least this share of relevant dev chunks in every data set (a
     margin over the 90% goal: dev sets are small)."""
+    list_features: bool = True
+    """Whether the logistic layers also read the list columns (``features.LIST_NAMES``: each
+    chunk's rank, its gaps to its list's best logit, BM25 and distance, and the list's spread);
+    they are then fit on the retriever's hybrid top ``eval_k`` of the dev queries, where the
+    threshold is chosen. False: per-pair layers fit on the mined top ``eval_k``."""
     quantize: bool = True
     """Ship for int8 dynamic quantization of the linear layers at load time."""
     seed: int = 13
@@ -56,4 +61,4 @@ class Recipe:
 
 
 #: Recipe fields read after training only: changing them re-calibrates, it does not retrain.
-CALIBRATION_ONLY = ("score_length", "eval_k", "target_recall", "quantize")
+CALIBRATION_ONLY = ("score_length", "eval_k", "target_recall", "list_features", "quantize")
