@@ -74,7 +74,9 @@ def run_train(
                 data, embeddings, recipe, exclude_test_docs=exclude_test_docs, stage=stage
             )
         err.print(
-            f"{len(found.train)} training groups, {len(found.dev)} dev queries", highlight=False
+            f"{len(found.train)} training groups; {len(found.dev_seen)} dev queries "
+            f"({len(found.dev)} with a relevant chunk among their mined candidates)",
+            highlight=False,
         )
         calibration = train_critic(
             found.train,
