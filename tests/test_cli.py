@@ -133,3 +133,19 @@ def test_critic_train_refuses_a_bad_score_length(tmp_path: Path, length: str) ->
     result = runner.invoke(app, [*args, "--score-length", length])
     assert result.exit_code == 2 and "score-length" in result.output
     assert not (tmp_path / "c").exists()  # refused before anything was written
+
+
+def test_critic_calibrate_refuses_a_test_split(tmp_path: Path) -> None:
+    args = ["critic", "calibrate", "--out", str(tmp_path / "c"), "--data", f"{tmp_path}@test"]
+    result = runner.invoke(app, args)
+    assert result.exit_code != 0 and "never learns from a test split" in result.output
+    assert not (tmp_path / "c").exists()
+
+
+def test_critic_calibrate_refuses_a_folder_that_holds_anything(tmp_path: Path) -> None:
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "notes.md").write_text("mine", encoding="utf-8")
+    args = ["critic", "calibrate", "--out", str(tmp_path / "c"), "--data", str(tmp_path)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2 and "not an empty folder" in result.output
+    assert [p.name for p in (tmp_path / "c").iterdir()] == ["notes.md"]

@@ -127,7 +127,7 @@ def test_data_folder_names_a_split(given: str, expected: tuple[str, str]) -> Non
 
 
 def test_data_folder_refuses_test() -> None:
-    with pytest.raises(InvalidInputError, match="never trains on a test split"):
+    with pytest.raises(InvalidInputError, match="never learns from a test split"):
         data_folder(Path("data/sf@test"))
 
 

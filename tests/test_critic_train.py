@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
@@ -303,3 +304,67 @@ def test_a_rerun_that_changes_only_the_score_length_recalibrates(
     assert steps == []  # no optimizer step: the finished checkpoint was reused
     assert calibration["max_length"] == 24 == TransformerCritic(out).max_length
     assert (out / WEIGHTS_FILE).read_bytes() == (trained / WEIGHTS_FILE).read_bytes()
+
+
+def _labelled_folder(root: Path) -> Path:
+    """The tiny BEIR folder of test_beir, its judged queries also given as a train split."""
+    from tests.test_beir import make_folder
+
+    folder = make_folder(root)
+    (folder / "qrels" / "train.tsv").write_text(
+        (folder / "qrels" / "test.tsv").read_text(encoding="utf-8"), encoding="utf-8"
+    )
+    return folder
+
+
+def test_recalibrating_refits_the_layers_and_keeps_the_weights(
+    trained: Path, tmp_path: Path
+) -> None:
+    from ragbrain.critic.sources import retrieved_lists
+    from ragbrain.critic.train import recalibrate
+    from tests.fakes import BagOfWordsEmbeddings
+
+    folder = _labelled_folder(tmp_path / "tiny")
+    lists, sources = retrieved_lists([folder], BagOfWordsEmbeddings(), RECIPE)
+    assert sources["tiny"]["queries"] == len(lists) > 0
+    assert all(0 < len(item.candidates) <= RECIPE.eval_k for item in lists)
+    out = tmp_path / "recalibrated"
+    calibration = recalibrate(
+        trained, lists, out, RECIPE, sources=sources, embedding_model=TOY_MODEL
+    )
+    before = json.loads((trained / CALIBRATION_FILE).read_text(encoding="utf-8"))
+    written = json.loads((out / CALIBRATION_FILE).read_text(encoding="utf-8"))
+    assert written == json.loads(json.dumps(calibration))
+    assert written["recalibrated"]["queries"] == len(lists)
+    assert written["recalibrated"]["tiny"]["split"] == "train"
+    assert set(written["dev"]) == {"tiny"} and written["dev"]["tiny"]["relevant_kept"] >= 0.9
+    assert written["with_distance"]["embedding_model"] == TOY_MODEL
+    assert written["training"] == before["training"]  # what the weights came from, kept
+    assert (out / WEIGHTS_FILE).read_bytes() == (trained / WEIGHTS_FILE).read_bytes()
+    critic = TransformerCritic(out, embedding_model=TOY_MODEL)
+    assert critic.threshold == written["with_distance"]["threshold"]
+
+
+def test_recalibrating_refuses_what_it_cannot_do_and_writes_nothing(
+    trained: Path, tmp_path: Path
+) -> None:
+    from ragbrain.critic.sources import retrieved_lists
+    from ragbrain.critic.train import recalibrate
+    from ragbrain.errors import InvalidInputError
+    from tests.fakes import BagOfWordsEmbeddings
+
+    _, dev, _ = synthetic()
+    occupied = tmp_path / "occupied"
+    occupied.mkdir()
+    (occupied / "notes.md").write_text("mine", encoding="utf-8")
+    for out, match in [(trained, "another folder"), (occupied, "not an empty folder")]:
+        with pytest.raises(InvalidInputError, match=match):
+            recalibrate(trained, dev, out, RECIPE, sources={}, embedding_model=None)
+    assert [p.name for p in occupied.iterdir()] == ["notes.md"]
+    hopeless = [dataclasses.replace(item, candidates=item.candidates[1:]) for item in dev]
+    with pytest.raises(NoTrainingDataError, match="No query has a relevant chunk"):
+        recalibrate(trained, hopeless, tmp_path / "new", RECIPE, sources={}, embedding_model=None)
+    assert not (tmp_path / "new").exists()
+    folder = _labelled_folder(tmp_path / "tiny")
+    with pytest.raises(InvalidInputError, match="never learns from a test split"):
+        retrieved_lists([Path(f"{folder}@test")], BagOfWordsEmbeddings(), RECIPE)

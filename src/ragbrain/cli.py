@@ -335,6 +335,34 @@ def critic_train(
         raise _fail(exc) from exc
 
 
+@critic_app.command("calibrate")
+def critic_calibrate(
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder to write the critic to.")],
+    data: Annotated[
+        list[Path],
+        typer.Option(
+            "--data",
+            help="A BEIR folder with labelled queries: its train split; DIR@SPLIT another "
+            "non-test split (repeatable).",
+        ),
+    ],
+    critic_dir: Annotated[
+        Path | None, typer.Option("--critic", help="Critic folder [default: the shipped one].")
+    ] = None,
+    max_queries: Annotated[
+        int | None, typer.Option(help="Queries sampled per data set [default: recipe, 1000].")
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="Random seed [default: recipe].")] = None,
+) -> None:
+    """Fit a critic's layers and thresholds to your own labelled queries; weights unchanged."""
+    from ragbrain.critic.cli import run_calibrate
+
+    try:
+        run_calibrate(out_dir, data, critic_dir, max_queries, seed)
+    except RagbrainError as exc:
+        raise _fail(exc) from exc
+
+
 @critic_app.command("eval")
 def critic_eval(
     data: Annotated[list[Path], typer.Option("--data", help="A BEIR folder (repeatable).")],

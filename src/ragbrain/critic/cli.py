@@ -6,6 +6,7 @@ import dataclasses
 import json
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
@@ -47,7 +48,6 @@ def run_train(
     list_features: bool = True,
 ) -> None:
     """Mine pairs, train, calibrate and save; print where the critic went and its dev figures."""
-    from ragbrain.critic.model import WITH_DISTANCE
     from ragbrain.critic.recipe import Recipe
     from ragbrain.critic.sources import from_beir
     from ragbrain.critic.sources import from_corpus as pseudo
@@ -89,6 +89,13 @@ def run_train(
             dev_seen=found.dev_seen,
             embedding_model=model_name_of(embeddings),
         )
+    _report(out_dir, calibration)
+
+
+def _report(out_dir: Path, calibration: dict[str, Any]) -> None:
+    """Where the critic went, its thresholds and each layer's dev figures."""
+    from ragbrain.critic.model import WITH_DISTANCE
+
     layer = calibration[WITH_DISTANCE]
     out.print(
         f"critic written to {out_dir} (threshold {calibration['threshold']:.3f}; with "
@@ -101,6 +108,47 @@ def run_train(
         ),
         highlight=False,
     )
+
+
+def run_calibrate(
+    out_dir: Path,
+    data: list[Path],
+    critic_dir: Path | None,
+    max_queries: int | None,
+    seed: int | None,
+) -> None:
+    """Recalibrate a critic's layers on labelled queries of other data; save and report."""
+    from ragbrain.critic.model import default_critic_path
+    from ragbrain.critic.recipe import Recipe
+    from ragbrain.critic.sources import data_folder, retrieved_lists
+    from ragbrain.critic.train import check_destination, recalibrate
+    from ragbrain.embeddings import default_embeddings, model_name_of
+
+    if not data:
+        raise InvalidInputError("Pass one or more --data folders with labelled queries.")
+    critic_dir = critic_dir or default_critic_path()
+    for given in data:
+        data_folder(given)  # bad arguments are refused before any model loads
+    check_destination(critic_dir, out_dir)
+    recipe = Recipe()
+    recipe = dataclasses.replace(
+        recipe,
+        max_queries=recipe.max_queries if max_queries is None else max_queries,
+        seed=recipe.seed if seed is None else seed,
+    )
+    with Stages() as stage:
+        embeddings = default_embeddings()
+        lists, sources = retrieved_lists(data, embeddings, recipe, stage=stage)
+        calibration = recalibrate(
+            critic_dir,
+            lists,
+            out_dir,
+            recipe,
+            sources=sources,
+            embedding_model=model_name_of(embeddings),
+            progress=stage,
+        )
+    _report(out_dir, calibration)
 
 
 def run_eval(

@@ -54,7 +54,10 @@ def data_folder(given: Path) -> tuple[Path, str]:
 
     folder, split = split_spec(given, "train")
     if split == "test":
-        raise InvalidInputError(f"{given}: a critic never trains on a test split.")
+        raise InvalidInputError(
+            f"{given}: a critic never learns from a test split (it trains and calibrates on "
+            "train or dev)."
+        )
     return folder, split
 
 
@@ -146,6 +149,39 @@ def pseudo_query(text: str, title: str) -> str | None:
     if sentence and len(sentence.group(1)) < len(text.strip()) * 0.6:
         return sentence.group(1).strip()
     return None
+
+
+def retrieved_lists(
+    folders: Sequence[Path],
+    embeddings: Embeddings,
+    recipe: Recipe,
+    *,
+    stage: Stage = lambda _label: None,
+) -> tuple[list[QueryCandidates], dict[str, dict[str, int | str]]]:
+    """What ``critic calibrate`` fits a critic's layers on: for up to ``recipe.max_queries``
+    queries of each folder's train split (``DIR@SPLIT``: another non-test split), the
+    retriever's hybrid top ``eval_k`` with the qrels' relevance, and where they came from.
+
+    Raises:
+        DataSetError: A folder is not a valid BEIR folder with that split.
+        InvalidInputError: A folder names its test split.
+    """
+    from ragbrain.evaluation.beir import corpus_store, load_split
+
+    lists: list[QueryCandidates] = []
+    sources: dict[str, dict[str, int | str]] = {}
+    for index, given in enumerate(folders):
+        folder, split_name = data_folder(given)
+        split = load_split(folder, split_name, drop_unknown_docs=True)
+        store = corpus_store(split, embeddings, progress=stage(f"embedding {split.name}"))
+        ids = sorted(split.queries)
+        ids = sorted(
+            random.Random(recipe.seed + index).sample(ids, min(recipe.max_queries, len(ids)))
+        )
+        queries = [QueryCandidates(split.name, q, split.queries[q], (), (), ()) for q in ids]
+        lists += as_retrieved(split, store, queries, k=recipe.eval_k)
+        sources[split.name] = {"folder": str(folder), "split": split_name, "queries": len(ids)}
+    return lists, sources
 
 
 def from_corpus(

@@ -3,10 +3,13 @@ it on dev queries, and save a critic folder (safetensors, config, features, cali
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import random
 import re
+import shutil
+import tempfile
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -14,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragbrain.critic.calibrate import choose_threshold, combine, fit_combiner
-from ragbrain.critic.data import Group, QueryCandidates
+from ragbrain.critic.data import Group, NoTrainingDataError, QueryCandidates
 from ragbrain.critic.features import LexicalFeatures, document_frequencies, list_columns
 from ragbrain.critic.model import (
     CALIBRATION_FILE,
@@ -26,11 +29,13 @@ from ragbrain.critic.model import (
     PLAIN_LIST_INPUTS,
     WEIGHTS_FILE,
     WITH_DISTANCE,
+    TransformerCritic,
     quantized,
     read_tensors,
 )
 from ragbrain.critic.recipe import Recipe
 from ragbrain.embeddings import minilm_path, set_offline
+from ragbrain.errors import CriticLoadError, InvalidInputError
 
 if TYPE_CHECKING:
     import torch
@@ -225,6 +230,57 @@ def dev_inputs(
     return torch.cat(rows), labels, sets
 
 
+def fit_layers(
+    scorer: Any,
+    tokenizer: Any,
+    features: LexicalFeatures,
+    dev: Sequence[QueryCandidates],
+    dev_seen: Sequence[QueryCandidates] | None,
+    recipe: Recipe,
+    embedding_model: str | None,
+    progress: Callable[[str], Progress | None] = lambda _label: None,
+) -> dict[str, Any]:
+    """Fit a critic's logistic layers and choose their thresholds (see ``train_critic``).
+
+    Returns:
+        The calibration keys they own: ``threshold``, ``combiner`` and ``dev`` of the plain
+        layer, and ``with_distance`` when ``embedding_model`` is given.
+    """
+    import torch
+
+    x, labels, sets = dev_inputs(
+        scorer,
+        tokenizer,
+        features,
+        dev if dev_seen is None else dev_seen,
+        recipe,
+        progress("calibrating"),
+    )
+    layouts: dict[str, tuple[str, ...]] = {
+        "plain": PLAIN_LIST_INPUTS if recipe.list_features else PLAIN_INPUTS
+    }
+    if embedding_model is not None:
+        layouts["distance"] = DISTANCE_LIST_INPUTS if recipe.list_features else DISTANCE_INPUTS
+    # A list-aware layer learns on the lists it will judge (the retriever's hybrid top eval_k:
+    # the mined dense lists are another kind of list); a per-pair layer on the mined candidates.
+    fit_x, fit_labels = x, labels
+    if not recipe.list_features and dev_seen is not None and dev:
+        fit_x, fit_labels, _ = dev_inputs(
+            scorer, tokenizer, features, dev, recipe, progress("fitting the layers")
+        )
+    y = torch.tensor(fit_labels, dtype=torch.float32)
+    chosen = {}
+    for name, layout in layouts.items():
+        combiner = fit_combiner(_columns(fit_x, layout), y, layout)
+        scores = combine(_columns(x, layout), combiner).tolist()
+        threshold, report = choose_threshold(scores, labels, sets, recipe.target_recall)
+        chosen[name] = {"threshold": threshold, "combiner": combiner, "dev": report}
+    layers: dict[str, Any] = dict(chosen["plain"])
+    if embedding_model is not None:
+        layers[WITH_DISTANCE] = {"embedding_model": embedding_model, **chosen["distance"]}
+    return layers
+
+
 def _columns(x: torch.Tensor, names: Sequence[str]) -> torch.Tensor:
     """The columns ``names`` of ``dev_inputs`` rows."""
     return x[:, [DISTANCE_LIST_INPUTS.index(name) for name in names]]
@@ -317,42 +373,17 @@ def train_critic(
     words = model.get_input_embeddings().weight.detach()
     scorer = quantized(model) if recipe.quantize else model
     features = LexicalFeatures(idf, words)
-    x, labels, sets = dev_inputs(
-        scorer,
-        tokenizer,
-        features,
-        dev if dev_seen is None else dev_seen,
-        recipe,
-        progress("calibrating"),
+    layers = fit_layers(
+        scorer, tokenizer, features, dev, dev_seen, recipe, embedding_model, progress
     )
-    layouts: dict[str, tuple[str, ...]] = {
-        "plain": PLAIN_LIST_INPUTS if recipe.list_features else PLAIN_INPUTS
-    }
-    if embedding_model is not None:
-        layouts["distance"] = DISTANCE_LIST_INPUTS if recipe.list_features else DISTANCE_INPUTS
-    # A list-aware layer learns on the lists it will judge (the retriever's hybrid top eval_k:
-    # the mined dense lists are another kind of list); a per-pair layer on the mined candidates.
-    fit_x, fit_labels = x, labels
-    if not recipe.list_features and dev_seen is not None:
-        fit_x, fit_labels, _ = dev_inputs(
-            scorer, tokenizer, features, dev, recipe, progress("fitting the layers")
-        )
-    y = torch.tensor(fit_labels, dtype=torch.float32)
-    chosen = {}
-    combiners = {}
-    for name, layout in layouts.items():
-        combiners[name] = fit_combiner(_columns(fit_x, layout), y, layout)
-        scores = combine(_columns(x, layout), combiners[name]).tolist()
-        chosen[name] = choose_threshold(scores, labels, sets, recipe.target_recall)
-    threshold, dev_report = chosen["plain"]
     calibration: dict[str, Any] = {
-        "threshold": threshold,
+        "threshold": layers["threshold"],
         "activation": "sigmoid",
         "max_length": recipe.score_length,
         **({"base": MINILM_BASE} if base is None else {}),
         **({"quantize": "int8"} if recipe.quantize else {}),
-        "combiner": combiners["plain"],
-        "dev": dev_report,
+        "combiner": layers["combiner"],
+        "dev": layers["dev"],
         "training": {
             **sources,
             "groups": len(train),
@@ -363,12 +394,72 @@ def train_critic(
         },
         "recipe": recipe.to_json(),
     }
-    if embedding_model is not None:
-        calibration[WITH_DISTANCE] = {
-            "embedding_model": embedding_model,
-            "threshold": chosen["distance"][0],
-            "combiner": combiners["distance"],
-            "dev": chosen["distance"][1],
-        }
+    if WITH_DISTANCE in layers:
+        calibration[WITH_DISTANCE] = layers[WITH_DISTANCE]
     save_critic(out, model, idf, calibration)
+    return calibration
+
+
+def check_destination(folder: Path, out: Path) -> None:
+    """Refuse to recalibrate ``folder`` into itself or into a folder that holds anything.
+
+    Raises:
+        InvalidInputError: Naming ``out`` and why.
+    """
+    if out.resolve() == folder.resolve():
+        raise InvalidInputError(f"{out}: write the recalibrated critic to another folder.")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise InvalidInputError(f"{out}: exists and is not an empty folder.")
+
+
+def recalibrate(
+    folder: Path,
+    lists: Sequence[QueryCandidates],
+    out: Path,
+    recipe: Recipe,
+    *,
+    sources: dict[str, Any],
+    embedding_model: str | None,
+    progress: Callable[[str], Progress | None] = lambda _label: None,
+) -> dict[str, Any]:
+    """Fit a trained critic's logistic layers and thresholds anew on ``lists`` (the
+    retriever's candidates for labelled queries of another data set) and write the critic with
+    them to ``out``. The weights, config and feature tables are copied unchanged; only
+    ``calibration.json`` differs, and records what it was recalibrated on.
+
+    Raises:
+        CriticLoadError: ``folder`` is no valid critic, or one without a logistic layer.
+        InvalidInputError: ``out`` is ``folder``, or a folder that is not empty.
+        NoTrainingDataError: No list holds a relevant chunk.
+    """
+    check_destination(folder, out)
+    critic = TransformerCritic(folder)
+    if critic.features is None:
+        raise CriticLoadError(f"{folder}: has no logistic layer to recalibrate.")
+    if not any(c.relevant for item in lists for c in item.candidates):
+        raise NoTrainingDataError("No query has a relevant chunk among its candidates.")
+    recipe = dataclasses.replace(recipe, score_length=critic.max_length)
+    model, tokenizer, features = critic.model, critic.tokenizer, critic.features
+    layers = fit_layers(model, tokenizer, features, [], lists, recipe, embedding_model, progress)
+    calibration = {k: v for k, v in critic.calibration.items() if k != WITH_DISTANCE}
+    calibration.update(layers)
+    calibration["recalibrated"] = {
+        "from": str(folder),
+        **sources,
+        "queries": len(lists),
+        "target_recall": recipe.target_recall,
+        "list_features": recipe.list_features,
+    }
+    # Written beside ``out`` and renamed into place: a failure leaves no half-written critic.
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out.parent, prefix=f".{out.name}-") as tmp:
+        staged = Path(tmp) / out.name
+        shutil.copytree(folder, staged, ignore=shutil.ignore_patterns("__pycache__"))
+        (staged / CALIBRATION_FILE).write_text(
+            json.dumps(calibration, indent=2) + "\n", encoding="utf-8"
+        )
+        TransformerCritic(staged)  # what loads later, checked before it is in place
+        if out.exists():
+            out.rmdir()
+        staged.rename(out)
     return calibration
