@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 import re
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,6 +26,9 @@ from ragbrain.errors import InvalidInputError
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
+
+    from ragbrain.evaluation.beir import Split
+    from ragbrain.store import Store
 
 Stage = Callable[[str], Callable[[int, int], None] | None]
 _HEADING = re.compile(r"^#{1,6}\s+(.+)$", re.MULTILINE)
@@ -71,6 +74,23 @@ def test_relevant_docs(folder: Path) -> frozenset[str]:
     return frozenset(d for docs in read_qrels(path).values() for d, s in docs.items() if s > 0)
 
 
+def sample_queries(queries: Iterable[str], recipe: Recipe, seed: int) -> list[str]:
+    """Up to ``recipe.max_queries`` of the query ids, sampled with ``seed``, sorted."""
+    ids = sorted(queries)
+    return sorted(random.Random(seed).sample(ids, min(recipe.max_queries, len(ids))))
+
+
+def _open(given: Path, embeddings: Embeddings, stage: Stage) -> tuple[Path, str, Split, Store]:
+    """A ``--data`` argument's folder, split name, split and cached corpus store."""
+    from ragbrain.evaluation.beir import corpus_store, load_split
+
+    folder, split_name = data_folder(given)
+    # A judgement of a document the corpus lacks can be no training pair: left out.
+    split = load_split(folder, split_name, drop_unknown_docs=True)
+    store = corpus_store(split, embeddings, progress=stage(f"embedding {split.name}"))
+    return folder, split_name, split, store
+
+
 def from_beir(
     folders: Sequence[Path],
     embeddings: Embeddings,
@@ -86,18 +106,11 @@ def from_beir(
         DataSetError: A folder is not a valid BEIR folder with a train split.
         NoTrainingDataError: A folder gives no positives or no usable pairs.
     """
-    from ragbrain.evaluation.beir import corpus_store, load_split
-
     out = TrainingSet()
     for index, given in enumerate(folders):
-        folder, split_name = data_folder(given)
-        # A judgement of a document the corpus lacks can be no training pair: left out.
-        split = load_split(folder, split_name, drop_unknown_docs=True)
-        store = corpus_store(split, embeddings, progress=stage(f"embedding {split.name}"))
+        folder, split_name, split, store = _open(given, embeddings, stage)
         excluded = test_relevant_docs(folder) if exclude_test_docs else frozenset()
-        ids = sorted(split.queries)
-        rng = random.Random(recipe.seed + index)
-        ids = sorted(rng.sample(ids, min(recipe.max_queries, len(ids))))
+        ids = sample_queries(split.queries, recipe, recipe.seed + index)
         mined = mine(
             split,
             store,
@@ -166,18 +179,11 @@ def retrieved_lists(
         DataSetError: A folder is not a valid BEIR folder with that split.
         InvalidInputError: A folder names its test split.
     """
-    from ragbrain.evaluation.beir import corpus_store, load_split
-
     lists: list[QueryCandidates] = []
     sources: dict[str, dict[str, int | str]] = {}
     for index, given in enumerate(folders):
-        folder, split_name = data_folder(given)
-        split = load_split(folder, split_name, drop_unknown_docs=True)
-        store = corpus_store(split, embeddings, progress=stage(f"embedding {split.name}"))
-        ids = sorted(split.queries)
-        ids = sorted(
-            random.Random(recipe.seed + index).sample(ids, min(recipe.max_queries, len(ids)))
-        )
+        folder, split_name, split, store = _open(given, embeddings, stage)
+        ids = sample_queries(split.queries, recipe, recipe.seed + index)
         queries = [QueryCandidates(split.name, q, split.queries[q], (), (), ()) for q in ids]
         lists += as_retrieved(split, store, queries, k=recipe.eval_k)
         sources[split.name] = {"folder": str(folder), "split": split_name, "queries": len(ids)}
@@ -231,8 +237,7 @@ def from_corpus(
                 "first sentence); --from-corpus needs at least 4."
             )
         split = Split(folder.name, folder, "pseudo", corpus, queries, qrels)
-        ids = sorted(queries)
-        ids = sorted(random.Random(recipe.seed).sample(ids, min(recipe.max_queries, len(ids))))
+        ids = sample_queries(queries, recipe, recipe.seed)
         mined = mine(split, store, ids, k=recipe.mine_k, progress=stage("mining notes"))
         dev = [m for m in mined if is_dev(split.name, m.query_id, recipe.dev_fraction, recipe.seed)]
         train = [m for m in mined if m not in dev]

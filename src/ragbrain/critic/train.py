@@ -31,6 +31,7 @@ from ragbrain.critic.model import (
     WITH_DISTANCE,
     TransformerCritic,
     quantized,
+    read_calibration,
     read_tensors,
 )
 from ragbrain.critic.recipe import Recipe
@@ -303,7 +304,13 @@ def save_critic(
     model.config.to_json_file(str(out / "config.json"))
     _save_trainable(model, out / WEIGHTS_FILE, with_words="base" not in calibration)
     save_file({"idf": idf.contiguous()}, str(out / FEATURES_FILE))
-    (out / CALIBRATION_FILE).write_text(json.dumps(calibration, indent=2) + "\n", encoding="utf-8")
+    write_calibration(out, calibration)
+
+
+def write_calibration(folder: Path, calibration: dict[str, Any]) -> None:
+    """Write ``calibration.json`` into a critic folder."""
+    text = json.dumps(calibration, indent=2) + "\n"
+    (folder / CALIBRATION_FILE).write_text(text, encoding="utf-8")
 
 
 def work_dir(out: Path) -> Path:
@@ -455,10 +462,8 @@ def recalibrate(
     with tempfile.TemporaryDirectory(dir=out.parent, prefix=f".{out.name}-") as tmp:
         staged = Path(tmp) / out.name
         shutil.copytree(folder, staged, ignore=shutil.ignore_patterns("__pycache__"))
-        (staged / CALIBRATION_FILE).write_text(
-            json.dumps(calibration, indent=2) + "\n", encoding="utf-8"
-        )
-        TransformerCritic(staged)  # what loads later, checked before it is in place
+        write_calibration(staged, calibration)
+        read_calibration(staged)  # checked before it is in place (the rest is a byte copy)
         if out.exists():
             out.rmdir()
         staged.rename(out)
