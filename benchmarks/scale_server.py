@@ -10,7 +10,7 @@ over that folder and times Chroma's own `collection.query` through HttpClient an
 ragbrain pipeline (critic off) on the same query vectors, interleaved. Query embedding is
 excluded from both: the benchmark's query "model" looks the vector up, so the difference is
 the pipeline's overhead. A third side, interleaved with them, calls the graph's own node
-functions (``vector_search`` then ``critic_filter``) in plain Python: the same work without
+functions (``vector_search`` then ``keep_all``) in plain Python: the same work without
 LangGraph, which splits that overhead into ragbrain's code and LangGraph's invocation.
 """
 
@@ -32,7 +32,7 @@ from benchmarks.common import DIMENSION, say, stats
 from ragbrain import CorrectiveRetriever, RetrievalContext, StorePolicy, build_graph
 from ragbrain.evaluation.beir import cache_root
 from ragbrain.evaluation.report import machine, write_atomic, write_json
-from ragbrain.nodes.critic import make_critic_filter
+from ragbrain.nodes.critic import keep_all
 from ragbrain.nodes.search import make_vector_search
 from ragbrain.store import Store
 from tests.chroma_server import ChromaServer
@@ -89,14 +89,15 @@ def prefill(size: int) -> tuple[Path, float]:
 
 
 def without_langgraph(store: Store) -> Any:
-    """The critic-off graph's work as plain calls: its two node functions, no LangGraph."""
+    """The critic-off graph's work as plain calls: the search node and ``keep_all``, no
+    LangGraph."""
     runtime = Runtime(context=RetrievalContext(k=K))
-    search, documents = make_vector_search(store), make_critic_filter(None)
+    search = make_vector_search(store)
 
     def run(query: str) -> list[Any]:
         state: Any = {"query": query, "type_filter": None}
         state.update(search(state, runtime=runtime))
-        return list(documents(state, runtime=runtime)["documents"])
+        return list(keep_all(state, "off")["documents"])
 
     return run
 

@@ -103,9 +103,9 @@ def test_shipped_gate_is_a_distance_with_its_command() -> None:
 
 
 def test_router_follows_the_gate_decision() -> None:
-    assert route_after_gate({"verdict": "poor", "fallback": True}) == "widen"  # type: ignore[typeddict-item]
-    assert route_after_gate({"verdict": "poor", "fallback": False}) == "judge"  # type: ignore[typeddict-item]
-    assert route_after_gate({"verdict": "good", "fallback": False}) == "judge"  # type: ignore[typeddict-item]
+    assert route_after_gate({"verdict": "poor", "fallback": True}) == "widen"
+    assert route_after_gate({"verdict": "poor", "fallback": False}) == "judge"
+    assert route_after_gate({"verdict": "good", "fallback": False}) == "judge"
 
 
 def test_merge_dedupes_sorts_and_limits() -> None:

@@ -72,8 +72,17 @@ def test_good_search_skips_the_fallback(retriever: CorrectiveRetriever) -> None:
     assert {d.metadata["type"] for d in out["documents"]} == {"bug"}
 
 
-def test_graph_never_loops(fake_store: Store) -> None:
-    graph = build_graph(fake_store)
+@pytest.mark.parametrize(
+    ("critic", "nodes"),
+    [
+        (None, ["vector_search", "fallback_search"]),  # no critic node: the fallback ends it
+        (OverlapCritic(), ["vector_search", "fallback_search", "critic_filter"]),
+    ],
+)
+def test_graph_never_loops(
+    fake_store: Store, critic: OverlapCritic | None, nodes: list[str]
+) -> None:
+    graph = build_graph(fake_store, critic)
     context = RetrievalContext(gate_threshold=0.0)  # everything is poor
     steps = [
         next(iter(chunk))
@@ -81,11 +90,33 @@ def test_graph_never_loops(fake_store: Store) -> None:
             {"query": "zebra", "type_filter": ["bug"]}, context=context, stream_mode="updates"
         )
     ]
-    assert steps == [
-        "vector_search",
-        "fallback_search",
-        "critic_filter",
-    ]
+    assert steps == nodes
+
+
+@pytest.mark.parametrize("type_filter", [None, ["lesson"]])
+def test_without_a_critic_the_search_that_ends_the_run_keeps_every_hit(
+    fake_store: Store, type_filter: list[str] | None
+) -> None:
+    """The critic-off graph has no critic_filter node; what it returns and says is what a
+    keep-all critic step would: every hit, in order, and the notes in the order things ran."""
+    graph = build_graph(fake_store, critic_off_reason="not wanted here")
+    assert "critic_filter" not in graph.get_graph().nodes
+    context = RetrievalContext(gate_threshold=0.5)  # the lesson filter is poor, so it widens
+    query = "nightly backup s3 credentials expired"
+    out = graph.invoke({"query": query, "type_filter": type_filter}, context=context)
+    assert out["fallback"] is (type_filter is not None)
+    assert out["critic"] == "off: not wanted here"
+    hits = fake_store.search(query, out["depth"], None)
+    if type_filter is None:
+        assert [d.id for d in out["documents"]] == [h["id"] for h in hits]
+    assert out["documents"] and all(
+        d.metadata[RETRIEVAL_KEY]["critic"] == "off: not wanted here" for d in out["documents"]
+    )
+    steps = ["depth", "vector search", "verdict", "fallback search", "critic off"]
+    if type_filter is None:
+        steps.remove("fallback search")
+    assert [next(s for s in steps if note.startswith(s)) for note in out["notes"]] == steps
+    assert out["notes"][-1] == f"critic off: not wanted here; kept all {len(out['documents'])}"
 
 
 def test_critic_drops_irrelevant_chunks(fake_store: Store) -> None:
@@ -177,7 +208,8 @@ class RunRecorder(BaseCallbackHandler):
         self.parents[run_id], self.names[run_id] = parent_run_id, kw.get("name") or ""
 
 
-def test_graph_runs_nest_under_the_retriever_run(retriever: CorrectiveRetriever) -> None:
+def test_graph_runs_nest_under_the_retriever_run(fake_store: Store) -> None:
+    retriever = CorrectiveRetriever(graph=build_graph(fake_store, OverlapCritic()))
     recorder = RunRecorder()
     retriever.invoke("redis cache", config={"callbacks": [recorder]})
     (root,) = [r for r, name in recorder.names.items() if name == "retriever"]

@@ -1,15 +1,19 @@
-"""Wiring only: the nodes, their edges and the one branch, compiled into a LangGraph."""
+"""Wiring: the nodes, their edges and the one branch, compiled into a LangGraph."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from typing import TYPE_CHECKING, Any, Protocol
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import Command
 
 from ragbrain.context import RetrievalContext
 from ragbrain.critic.model import TransformerCritic
-from ragbrain.nodes.critic import make_critic_filter
+from ragbrain.nodes import Node
+from ragbrain.nodes.critic import keep_all, make_critic_filter
 from ragbrain.nodes.fallback import make_fallback_search
 from ragbrain.nodes.quality import route_after_gate
 from ragbrain.nodes.search import make_vector_search
@@ -50,6 +54,14 @@ def build_graph(
     widen the search (a type filter to drop, or a BM25 rescue in dense mode); otherwise the
     run goes on to the critic.
 
+    Two choices keep LangGraph's own cost per query down (it is most of the pipeline's cost
+    over a Chroma server; see the README's scale section):
+
+    - ``vector_search`` takes the branch itself, returning a ``Command``: a conditional edge
+      would make LangGraph rebuild the state to read one key after the node.
+    - Without a critic there is no ``critic_filter`` node: the search that ends the run also
+      keeps every hit (``keep_all``), a superstep fewer. The trace says the critic is off.
+
     Args:
         store: The opened store the searches read.
         critic: Scores chunks in ``critic_filter``; None keeps every chunk and says so. A
@@ -68,15 +80,64 @@ def build_graph(
         input_schema=RetrievalInput,
         output_schema=RetrievalOutput,
     )
-    builder.add_node("vector_search", make_vector_search(store, lexical))
-    builder.add_node("fallback_search", make_fallback_search(store, lexical))
-    critic = bind_critic(critic, store) if critic is not None else None
-    builder.add_node("critic_filter", make_critic_filter(critic, critic_off_reason))
-
-    builder.add_edge(START, "vector_search")
-    builder.add_conditional_edges(
-        "vector_search", route_after_gate, {"widen": "fallback_search", "judge": "critic_filter"}
+    search, fallback = make_vector_search(store, lexical), make_fallback_search(store, lexical)
+    finish: Finish | None = None
+    if critic is None:
+        finish = partial(keep_all, off_reason=critic_off_reason)
+        fallback = _then(fallback, finish)
+    last, label = (END, "keep all") if critic is None else ("critic_filter", "judge")
+    builder.add_node(
+        "vector_search",
+        _branching(search, last, finish),
+        destinations={"fallback_search": "widen", last: label},
     )
-    builder.add_edge("fallback_search", "critic_filter")
-    builder.add_edge("critic_filter", END)
+    builder.add_node("fallback_search", fallback)
+    if critic is not None:
+        builder.add_node(last, make_critic_filter(bind_critic(critic, store)))
+    builder.add_edge(START, "vector_search")
+    builder.add_edge("fallback_search", last)
     return builder.compile(name="ragbrain")
+
+
+class Finish(Protocol):
+    """How a run ends without a critic: ``keep_all`` with the reason bound."""
+
+    def __call__(self, state: RetrievalState) -> dict[str, Any]: ...
+
+
+class Branching(Protocol):
+    """A node that names the node after it (LangGraph's ``Command``)."""
+
+    def __call__(
+        self, state: RetrievalState, *, runtime: Runtime[RetrievalContext]
+    ) -> Command[str]: ...
+
+
+def _branching(search: Node, judge: str, finish: Finish | None) -> Branching:
+    """``vector_search`` with the gate's branch: a ``Command`` to ``fallback_search`` when the
+    gate chose to widen, else to ``judge`` (the critic, or the end, ``finish`` applied)."""
+
+    def vector_search(state: RetrievalState, runtime: Runtime[RetrievalContext]) -> Command[str]:
+        update = search(state, runtime=runtime)
+        if route_after_gate(update) == "widen":
+            return Command(update=update, goto="fallback_search")
+        if finish is not None:
+            update = _merged(update, finish({**state, **update}))  # type: ignore[typeddict-item]
+        return Command(update=update, goto=judge)
+
+    return vector_search
+
+
+def _then(node: Node, finish: Finish) -> Node:
+    """``node`` and then ``finish`` in one superstep."""
+
+    def ending(state: RetrievalState, runtime: Runtime[RetrievalContext]) -> dict[str, Any]:
+        update = node(state, runtime=runtime)
+        return _merged(update, finish({**state, **update}))  # type: ignore[typeddict-item]
+
+    return ending
+
+
+def _merged(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+    """Two nodes' updates as one: the second's keys win, the notes add up in order."""
+    return {**first, **second, "notes": [*first.get("notes", []), *second.get("notes", [])]}

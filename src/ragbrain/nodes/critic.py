@@ -1,4 +1,8 @@
-"""critic_filter: score every kept hit with the critic, drop the irrelevant, build the documents."""
+"""critic_filter: score every kept hit with the critic, drop the irrelevant, build the documents.
+
+Without a critic the graph has no ``critic_filter`` node; each search ends the run with
+``keep_all`` instead (see ``ragbrain.graph``).
+"""
 
 from __future__ import annotations
 
@@ -31,16 +35,23 @@ def _document(hit: Hit, score: float | None, state: RetrievalState, critic: str)
     )
 
 
-def make_critic_filter(critic: Critic | None, off_reason: str = "no critic configured") -> Node:
-    """Bind a critic (or None: keep everything, and say why in the trace) into the node."""
+def keep_all(state: RetrievalState, off_reason: str) -> dict[str, Any]:
+    """The run's end when there is no critic: every hit becomes a document, and the trace and
+    the notes say why nothing was judged."""
+    hits, status = state["hits"], f"off: {off_reason}"
+    documents = [_document(hit, None, state, status) for hit in hits]
+    return {
+        "documents": documents,
+        "critic": status,
+        "notes": [f"critic {status}; kept all {len(hits)}"],
+    }
+
+
+def make_critic_filter(critic: Critic) -> Node:
+    """Bind a critic into the ``critic_filter`` node."""
 
     def critic_filter(state: RetrievalState, runtime: Runtime[RetrievalContext]) -> dict[str, Any]:
         hits = state["hits"]
-        if critic is None:
-            status = f"off: {off_reason}"
-            documents = [_document(hit, None, state, status) for hit in hits]
-            note = f"critic {status}; kept all {len(hits)}"
-            return {"documents": documents, "critic": status, "notes": [note]}
         threshold = context_of(runtime).critic_threshold
         if threshold is None:
             threshold = critic.threshold

@@ -3,17 +3,18 @@
 Like adaptive depth, the gate is a pure function of what the node already holds (the hits and
 the threshold): a node of its own would cost a LangGraph superstep (~0.6 ms here, measured
 with `benchmarks.latency`), more than the decision itself. Its verdict, threshold and note
-are written to the state and the trace all the same, and the branch it takes is the graph's
-one conditional edge, so Studio and traces still show it.
+are written to the state and the trace all the same, and the branch it takes (the graph's one
+branch, ``route_after_gate``) is drawn in Studio and in `ragbrain graph`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from ragbrain.gates import run_gate
 from ragbrain.nodes.fallback import can_widen
-from ragbrain.state import Hit, RetrievalState, Verdict
+from ragbrain.state import Hit, Verdict
 
 if TYPE_CHECKING:
     from ragbrain.context import RetrievalContext
@@ -61,6 +62,7 @@ def assess_quality(
     }
 
 
-def route_after_gate(state: RetrievalState) -> Literal["widen", "judge"]:
-    """Router: to the fallback when the gate decided it runs, else straight to the critic."""
-    return "widen" if state.get("fallback") else "judge"
+def route_after_gate(gate: Mapping[str, Any]) -> Literal["widen", "judge"]:
+    """The branch after the gate (``gate``: what ``assess_quality`` decided): to the fallback
+    when it decided one runs, else on to the critic (or, with no critic, to the end)."""
+    return "widen" if gate.get("fallback") else "judge"
