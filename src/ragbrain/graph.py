@@ -122,7 +122,7 @@ def _branching(search: Node, judge: str, finish: Finish | None) -> Branching:
         if route_after_gate(update) == "widen":
             return Command(update=update, goto="fallback_search")
         if finish is not None:
-            update = _merged(update, finish({**state, **update}))  # type: ignore[typeddict-item]
+            update = _finished(state, update, finish)
         return Command(update=update, goto=judge)
 
     return vector_search
@@ -132,12 +132,13 @@ def _then(node: Node, finish: Finish) -> Node:
     """``node`` and then ``finish`` in one superstep."""
 
     def ending(state: RetrievalState, runtime: Runtime[RetrievalContext]) -> dict[str, Any]:
-        update = node(state, runtime=runtime)
-        return _merged(update, finish({**state, **update}))  # type: ignore[typeddict-item]
+        return _finished(state, node(state, runtime=runtime), finish)
 
     return ending
 
 
-def _merged(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
-    """Two nodes' updates as one: the second's keys win, the notes add up in order."""
-    return {**first, **second, "notes": [*first.get("notes", []), *second.get("notes", [])]}
+def _finished(state: RetrievalState, update: dict[str, Any], finish: Finish) -> dict[str, Any]:
+    """A node's ``update`` with the run's end applied in the same step: ``finish`` reads the
+    state as the update leaves it, and its notes follow the node's."""
+    last = finish({**state, **update})  # type: ignore[typeddict-item]
+    return {**update, **last, "notes": [*update["notes"], *last["notes"]]}
