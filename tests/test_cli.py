@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from ragbrain.cli import app
+from ragbrain.errors import InvalidInputError
 
 pytestmark = pytest.mark.slow
 runner = CliRunner()
@@ -127,12 +129,40 @@ def test_doctor_exit_codes(notes_dir: Path, tmp_path: Path) -> None:
     assert "problem reach" in missing.stdout and "fix: `ragbrain ingest" in missing.stdout
 
 
-@pytest.mark.parametrize("length", ["4", "513", "many"])
-def test_critic_train_refuses_a_bad_score_length(tmp_path: Path, length: str) -> None:
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--score-length", "4"),
+        ("--score-length", "513"),
+        ("--score-length", "many"),
+        ("--layers", "0"),
+        ("--layers", "7"),  # MiniLM has six
+    ],
+)
+def test_critic_train_refuses_a_bad_setting(tmp_path: Path, option: str, value: str) -> None:
     args = ["critic", "train", "--out", str(tmp_path / "c"), "--data", str(tmp_path)]
-    result = runner.invoke(app, [*args, "--score-length", length])
-    assert result.exit_code == 2 and "score-length" in result.output
+    result = runner.invoke(app, [*args, option, value])
+    assert result.exit_code == 2 and option.lstrip("-") in result.output
     assert not (tmp_path / "c").exists()  # refused before anything was written
+
+
+def test_critic_train_passes_its_settings_into_the_recipe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ragbrain.critic.sources
+
+    seen: list[Any] = []
+
+    def stop(data: Any, embeddings: Any, recipe: Any, **kwargs: Any) -> Any:
+        seen.append(recipe)
+        raise InvalidInputError("stopped after reading the settings")
+
+    monkeypatch.setattr(ragbrain.critic.sources, "from_beir", stop)
+    args = ["critic", "train", "--out", str(tmp_path / "c"), "--data", str(tmp_path)]
+    result = runner.invoke(app, [*args, "--layers", "4", "--score-length", "80", "--seed", "5"])
+    assert result.exit_code != 0 and "stopped after reading the settings" in result.output
+    (recipe,) = seen
+    assert (recipe.layers, recipe.score_length, recipe.seed) == (4, 80, 5)
 
 
 def test_critic_calibrate_refuses_a_test_split(tmp_path: Path) -> None:

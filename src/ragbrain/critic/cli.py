@@ -46,6 +46,7 @@ def run_train(
     *,
     score_length: int | None = None,
     list_features: bool = True,
+    layers: int | None = None,
 ) -> None:
     """Mine pairs, train, calibrate and save; print where the critic went and its dev figures."""
     from ragbrain.critic.recipe import Recipe
@@ -64,6 +65,7 @@ def run_train(
         seed=recipe.seed if seed is None else seed,
         score_length=recipe.score_length if score_length is None else score_length,
         list_features=list_features,
+        layers=recipe.layers if layers is None else layers,
     )
     with Stages() as stage:
         embeddings = default_embeddings()
