@@ -321,7 +321,7 @@ def critic_train(
             min=1,
             max=6,
             help="MiniLM layers the critic keeps [default: recipe, 2]; more rank better and "
-            "judge slower (6: ~100 ms for 10 chunks on 2 cores), ~3.6 MB each on disk.",
+            "judge slower (6: ~100-120 ms for 10 chunks on 2 cores), ~3.6 MB each on disk.",
         ),
     ] = None,
 ) -> None:
