@@ -82,10 +82,12 @@ def build_graph(
     )
     search, fallback = make_vector_search(store, lexical), make_fallback_search(store, lexical)
     finish: Finish | None = None
-    if critic is None:
+    if critic is None:  # each search ends the run itself (see above)
         finish = partial(keep_all, off_reason=critic_off_reason)
         fallback = _then(fallback, finish)
-    last, label = (END, "keep all") if critic is None else ("critic_filter", "judge")
+        last, label = END, "keep all"
+    else:
+        last, label = "critic_filter", "judge"
     builder.add_node(
         "vector_search",
         _branching(search, last, finish),
