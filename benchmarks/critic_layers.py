@@ -4,8 +4,9 @@ The shipped critic's cross-encoder and features stay as they are; only the layer
 them into a probability, and its threshold, change. For each layer (the shipped logistic form,
 or a small MLP over the same columns), each input layout (with or without the retriever's
 cosine distance) and each calibration mix (the shipped dev lists of SciFact and NFCorpus, alone
-or with 1,000 train queries of one converted QA set), the layer is fit on the mix's hybrid top
-10 lists, the threshold is chosen by the shipped rule (every set of the mix keeps at least 92%
+or with 1,000 train queries of one converted QA set) and each weighting of the mix's rows
+(pooled, or balanced so that every set counts the same), the layer is fit on the mix's hybrid
+top 10 lists, the threshold is chosen by the shipped rule (every set of the mix keeps at least 92%
 of its relevant chunks) and the layer judges the test lists of SciFact, NFCorpus, iApp Thai and
 JaQuAD Japanese. A set outside the mix is unseen by the whole critic. It also splits NFCorpus's
 test AUC by relevance grade. Layer inputs are computed once and cached (safetensors) under the
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -117,17 +119,30 @@ def rows_for(
 Scorer = Callable[["torch.Tensor"], "torch.Tensor"]
 
 
-def fit_linear(x: torch.Tensor, y: torch.Tensor, inputs: Sequence[str]) -> Scorer:
-    """The shipped layer: L2-regularised logistic regression (``fit_combiner``)."""
-    from ragbrain.critic.calibrate import combine, fit_combiner
+def fit_linear(x: torch.Tensor, y: torch.Tensor, w: torch.Tensor) -> Scorer:
+    """The shipped layer's form and fit (``calibrate.fit_combiner``: L2-regularised logistic
+    regression on standardised columns, full-batch LBFGS), with a weight per row."""
+    import torch
 
-    combiner = fit_combiner(x, y, inputs)
-    return lambda z: combine(z, combiner)
+    mean, scale = x.mean(dim=0), x.std(dim=0).clamp_min(1e-6)
+    z = (x - mean) / scale
+    weights = torch.zeros(x.shape[1], requires_grad=True)
+    bias = torch.zeros(1, requires_grad=True)
+    optimizer = torch.optim.LBFGS([weights, bias], max_iter=200, line_search_fn="strong_wolfe")
+
+    def closure() -> torch.Tensor:
+        optimizer.zero_grad()
+        loss = _weighted_bce(z @ weights + bias, y, w) + 1e-3 * (weights**2).sum()
+        loss.backward()  # type: ignore[no-untyped-call]
+        return loss
+
+    optimizer.step(closure)  # type: ignore[no-untyped-call]
+    return lambda columns: ((columns - mean) / scale @ weights + bias).sigmoid().detach()
 
 
-def fit_mlp(x: torch.Tensor, y: torch.Tensor, inputs: Sequence[str]) -> Scorer:
+def fit_mlp(x: torch.Tensor, y: torch.Tensor, w: torch.Tensor) -> Scorer:
     """One hidden layer of ``MLP_HIDDEN`` tanh units over the standardised columns (Adam, full
-    batch, 400 steps, weight decay 1e-3, seeded)."""
+    batch, 400 steps, weight decay 1e-3, seeded), with a weight per row."""
     import torch
 
     torch.manual_seed(0)
@@ -139,7 +154,7 @@ def fit_mlp(x: torch.Tensor, y: torch.Tensor, inputs: Sequence[str]) -> Scorer:
     z = (x - mean) / scale
     for _ in range(400):
         optimizer.zero_grad()
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(net(z)[:, 0], y)
+        loss = _weighted_bce(net(z)[:, 0], y, w)
         loss.backward()  # type: ignore[no-untyped-call]
         optimizer.step()
 
@@ -149,6 +164,22 @@ def fit_mlp(x: torch.Tensor, y: torch.Tensor, inputs: Sequence[str]) -> Scorer:
         return probs
 
     return score
+
+
+def _weighted_bce(logits: torch.Tensor, y: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    from torch.nn import functional
+
+    losses = functional.binary_cross_entropy_with_logits(logits, y, reduction="none")
+    return (losses * w).sum() / w.sum()
+
+
+def row_weights(sizes: Sequence[int], balanced: bool) -> torch.Tensor:
+    """One weight per row of a mix: all 1 (pooled), or each set's rows summing to the same."""
+    import torch
+
+    if not balanced:
+        return torch.ones(sum(sizes))
+    return torch.cat([torch.full((n,), sum(sizes) / (len(sizes) * n)) for n in sizes])
 
 
 def main() -> None:
@@ -176,38 +207,42 @@ def main() -> None:
     rows = {n: rows_for(n, critic, args.data_root, recipe, args.test_queries) for n in names}
     layouts = {"with distance": DISTANCE_LIST_INPUTS, "without distance": PLAIN_LIST_INPUTS}
     results = []
-    for layer, fit in (("logistic (shipped form)", fit_linear), ("MLP", fit_mlp)):
-        for layout_name, layout in layouts.items():
-            index = [DISTANCE_LIST_INPUTS.index(c) for c in layout]
-            for mix_name, mix in MIXES.items():
-                x = torch.cat([rows[n].x[:, index] for n in mix])
-                y = torch.cat([rows[n].relevant for n in mix])
-                scorer = fit(x, y.float(), layout)
-                sets = [n for n in mix for _ in range(len(rows[n].relevant))]
-                threshold, _ = choose_threshold(
-                    scorer(x).tolist(), y.tolist(), sets, recipe.target_recall
-                )
-                judged = {}
-                for test in TESTS:
-                    r = rows[f"test {test}"]
-                    scores, labels = scorer(r.x[:, index]).tolist(), r.relevant.tolist()
-                    kept = keep_stats(scores, labels, threshold)
-                    judged[test] = {
-                        "relevant_kept": kept.relevant_kept,
-                        "irrelevant_dropped": kept.irrelevant_dropped,
-                        "auc": roc_auc(scores, labels),
-                        "seen": any(test in n for n in mix),
-                    }
-                results.append(
-                    {
-                        "layer": layer,
-                        "inputs": layout_name,
-                        "mix": mix_name,
-                        "threshold": threshold,
-                        "test": judged,
-                    }
-                )
-                say(f"{layer}, {layout_name}, {mix_name}: done")
+    variants = itertools.product(
+        (("logistic (shipped form)", fit_linear), ("MLP", fit_mlp)),
+        layouts.items(),
+        (("pooled", False), ("balanced", True)),
+        MIXES.items(),
+    )
+    for (layer, fit), (layout_name, layout), (weighting, balanced), (mix_name, mix) in variants:
+        index = [DISTANCE_LIST_INPUTS.index(c) for c in layout]
+        x = torch.cat([rows[n].x[:, index] for n in mix])
+        y = torch.cat([rows[n].relevant for n in mix])
+        w = row_weights([len(rows[n].relevant) for n in mix], balanced)
+        scorer = fit(x, y.float(), w)
+        sets = [n for n in mix for _ in range(len(rows[n].relevant))]
+        threshold, _ = choose_threshold(scorer(x).tolist(), y.tolist(), sets, recipe.target_recall)
+        judged = {}
+        for test in TESTS:
+            r = rows[f"test {test}"]
+            scores, labels = scorer(r.x[:, index]).tolist(), r.relevant.tolist()
+            kept = keep_stats(scores, labels, threshold)
+            judged[test] = {
+                "relevant_kept": kept.relevant_kept,
+                "irrelevant_dropped": kept.irrelevant_dropped,
+                "auc": roc_auc(scores, labels),
+                "seen": any(test in n for n in mix),
+            }
+        results.append(
+            {
+                "layer": layer,
+                "inputs": layout_name,
+                "weights": weighting,
+                "mix": mix_name,
+                "threshold": threshold,
+                "test": judged,
+            }
+        )
+        say(f"{layer}, {layout_name}, {weighting}, {mix_name}: done")
     grades = nfcorpus_grades(rows["test nfcorpus"], critic)
     payload = {
         "recipe": recipe.to_json(),
@@ -253,8 +288,8 @@ def markdown(results: Sequence[dict[str, Any]], grades: dict[str, Any], queries:
         "set whose other queries (dev or train) the layer was fit on; the weights saw only "
         "SciFact and NFCorpus, so iApp or JaQuAD without * is unseen by the whole critic.",
         "",
-        f"| layer | inputs | calibrated on | threshold | {head} |",
-        "|---|---|---|---|" + "---|" * len(TESTS),
+        f"| layer | inputs | rows | calibrated on | threshold | {head} |",
+        "|---|---|---|---|---|" + "---|" * len(TESTS),
     ]
     for r in results:
         cells = []
@@ -265,8 +300,8 @@ def markdown(results: Sequence[dict[str, Any]], grades: dict[str, Any], queries:
                 f"{100 * j['relevant_kept']:.1f} / {100 * j['irrelevant_dropped']:.1f} / "
                 f"{j['auc']:.3f}{mark}"
             )
-        row = f"| {r['layer']} | {r['inputs']} | {r['mix']} | {r['threshold']:.3f} | "
-        lines.append(row + " | ".join(cells) + " |")
+        head_cells = [r["layer"], r["inputs"], r["weights"], r["mix"], f"{r['threshold']:.3f}"]
+        lines.append("| " + " | ".join([*head_cells, *cells]) + " |")
     lines += [
         "",
         "NFCorpus test, the shipped distance layer, by relevance grade:",
