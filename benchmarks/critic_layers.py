@@ -120,24 +120,11 @@ Scorer = Callable[["torch.Tensor"], "torch.Tensor"]
 
 
 def fit_linear(x: torch.Tensor, y: torch.Tensor, w: torch.Tensor) -> Scorer:
-    """The shipped layer's form and fit (``calibrate.fit_combiner``: L2-regularised logistic
-    regression on standardised columns, full-batch LBFGS), with a weight per row."""
-    import torch
+    """The shipped layer's form and fit (``calibrate.fit_combiner``), with a weight per row."""
+    from ragbrain.critic.calibrate import combine, fit_combiner
 
-    mean, scale = x.mean(dim=0), x.std(dim=0).clamp_min(1e-6)
-    z = (x - mean) / scale
-    weights = torch.zeros(x.shape[1], requires_grad=True)
-    bias = torch.zeros(1, requires_grad=True)
-    optimizer = torch.optim.LBFGS([weights, bias], max_iter=200, line_search_fn="strong_wolfe")
-
-    def closure() -> torch.Tensor:
-        optimizer.zero_grad()
-        loss = _weighted_bce(z @ weights + bias, y, w) + 1e-3 * (weights**2).sum()
-        loss.backward()  # type: ignore[no-untyped-call]
-        return loss
-
-    optimizer.step(closure)  # type: ignore[no-untyped-call]
-    return lambda columns: ((columns - mean) / scale @ weights + bias).sigmoid().detach()
+    combiner = fit_combiner(x, y, [f"c{i}" for i in range(x.shape[1])], weights=w)
+    return lambda columns: combine(columns, combiner)
 
 
 def fit_mlp(x: torch.Tensor, y: torch.Tensor, w: torch.Tensor) -> Scorer:

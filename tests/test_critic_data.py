@@ -110,6 +110,27 @@ def test_a_set_without_relevant_dev_chunks_does_not_set_the_threshold() -> None:
     assert report["b"]["irrelevant_dropped"] == 1.0
 
 
+def test_row_weights_in_the_layer_fit() -> None:
+    import torch
+
+    from ragbrain.critic.calibrate import fit_combiner
+
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(60, 2, generator=generator)
+    y = (x[:, 0] + 0.5 * torch.randn(60, generator=generator) > 0).float()
+    plain = fit_combiner(x, y, ["a", "b"])
+    ones = fit_combiner(x, y, ["a", "b"], weights=torch.ones(60))
+    assert ones["weights"] == pytest.approx(plain["weights"], abs=1e-4)
+    # A row of weight 0 does not count: flipping its label changes nothing.
+    first_40 = torch.cat([torch.ones(40), torch.zeros(20)])
+    weighted = fit_combiner(x, y, ["a", "b"], weights=first_40)
+    flipped = fit_combiner(x, torch.cat([y[:40], 1 - y[40:]]), ["a", "b"], weights=first_40)
+    assert flipped["weights"] == pytest.approx(weighted["weights"], abs=1e-5)
+    assert flipped["bias"] == pytest.approx(weighted["bias"], abs=1e-5)
+    unweighted_flip = fit_combiner(x, torch.cat([y[:40], 1 - y[40:]]), ["a", "b"])
+    assert unweighted_flip["weights"] != pytest.approx(plain["weights"], abs=1e-2)
+
+
 def test_a_folder_without_positives_stops_early(tmp_path: Path, cache: Path) -> None:
     folder = beir(tmp_path / "toy", {q: {"d1": 0} for q in QUERIES})
     with pytest.raises(NoTrainingDataError, match="no positive pairs"):

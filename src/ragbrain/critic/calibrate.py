@@ -14,7 +14,11 @@ if TYPE_CHECKING:
 
 
 def fit_combiner(
-    x: torch.Tensor, y: torch.Tensor, inputs: Sequence[str], l2: float = 1e-3
+    x: torch.Tensor,
+    y: torch.Tensor,
+    inputs: Sequence[str],
+    l2: float = 1e-3,
+    weights: torch.Tensor | None = None,
 ) -> dict[str, Any]:
     """Fit an L2-regularised logistic regression on standardised columns (full-batch LBFGS).
 
@@ -22,6 +26,8 @@ def fit_combiner(
         x: (n, len(inputs)) inputs, one column per name in ``inputs``.
         y: (n,) 0/1 labels.
         inputs: The columns' names, recorded so that loading can check them.
+        weights: (n,) non-negative row weights for the loss (None: every row counts once;
+            ``benchmarks.critic_layers`` weights each data set of a mix the same).
 
     Returns:
         A ``combiner`` entry of ``calibration.json``.
@@ -31,14 +37,18 @@ def fit_combiner(
     mean = x.mean(dim=0)
     scale = x.std(dim=0).clamp_min(1e-6)
     z = (x - mean) / scale
-    weights = torch.zeros(x.shape[1], requires_grad=True)
+    coef = torch.zeros(x.shape[1], requires_grad=True)
     bias = torch.zeros(1, requires_grad=True)
-    optimizer = torch.optim.LBFGS([weights, bias], max_iter=200, line_search_fn="strong_wolfe")
+    optimizer = torch.optim.LBFGS([coef, bias], max_iter=200, line_search_fn="strong_wolfe")
 
     def closure() -> torch.Tensor:
         optimizer.zero_grad()
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(z @ weights + bias, y)
-        loss = loss + l2 * (weights**2).sum()
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(
+            z @ coef + bias, y, reduction="mean" if weights is None else "none"
+        )
+        if weights is not None:
+            loss = (loss * weights).sum() / weights.sum()
+        loss = loss + l2 * (coef**2).sum()
         loss.backward()  # type: ignore[no-untyped-call]
         return loss
 
@@ -47,7 +57,7 @@ def fit_combiner(
         "inputs": list(inputs),
         "mean": mean.tolist(),
         "scale": scale.tolist(),
-        "weights": weights.detach().tolist(),
+        "weights": coef.detach().tolist(),
         "bias": float(bias.detach()),
     }
 
