@@ -3,14 +3,14 @@
 The shipped critic's cross-encoder and features stay as they are; only the layer that turns
 them into a probability, and its threshold, change. For each layer (the shipped logistic form,
 or a small MLP over the same columns), each input layout (with or without the retriever's
-cosine distance) and each calibration mix (the shipped dev lists of SciFact and NFCorpus, alone
-or with 1,000 train queries of one converted QA set) and each weighting of the mix's rows
-(pooled, or balanced so that every set counts the same), the layer is fit on the mix's hybrid
-top 10 lists, the threshold is chosen by the shipped rule (every set of the mix keeps at least 92%
-of its relevant chunks) and the layer judges the test lists of SciFact, NFCorpus, iApp Thai and
-JaQuAD Japanese. A set outside the mix is unseen by the whole critic. It also splits NFCorpus's
-test AUC by relevance grade. Layer inputs are computed once and cached (safetensors) under the
-cache folder; a rerun only refits.
+cosine distance), each calibration mix (the shipped dev lists of SciFact and NFCorpus, alone or
+with 1,000 train queries of one converted QA set) and each weighting of the mix's rows (pooled,
+or balanced so that every set counts the same), the layer is fit on the mix's hybrid top 10
+lists, the threshold is chosen by the shipped rule (every set of the mix keeps at least 92% of
+its relevant chunks) and the layer judges the test lists of SciFact, NFCorpus, iApp Thai,
+JaQuAD Japanese and CoSQA (web queries -> Python functions). A set outside the mix is unseen by
+the whole critic. It also splits NFCorpus's test AUC by relevance grade. Layer inputs are
+computed once and cached (safetensors) under the cache folder; a rerun only refits.
 
     python -m benchmarks.critic_layers [--data-root ../shared/data] [--test-queries 1000]
 """
@@ -42,7 +42,7 @@ MIXES = {
     "+ 1,000 iApp train queries": (*SHIPPED, "train iapp_th_ret"),
     "+ 1,000 JaQuAD train queries": (*SHIPPED, "train jaquad_ret"),
 }
-TESTS = ("scifact", "nfcorpus", "iapp_th_ret", "jaquad_ret")
+TESTS = ("scifact", "nfcorpus", "iapp_th_ret", "jaquad_ret", "cosqa")
 MLP_HIDDEN = 16
 
 
@@ -265,7 +265,7 @@ def nfcorpus_grades(rows: Rows, critic: TransformerCritic) -> dict[str, Any]:
 def markdown(results: Sequence[dict[str, Any]], grades: dict[str, Any], queries: int) -> str:
     """One row per (layer, inputs, mix): kept / dropped / AUC on each test set."""
     names = {"scifact": "SciFact", "nfcorpus": "NFCorpus", "iapp_th_ret": "iApp"}
-    names["jaquad_ret"] = "JaQuAD"
+    names |= {"jaquad_ret": "JaQuAD", "cosqa": "CoSQA"}
     head = " | ".join(names[t] for t in TESTS)
     lines = [
         "# The critic's last layer, refit on the shipped weights",
@@ -273,7 +273,7 @@ def markdown(results: Sequence[dict[str, Any]], grades: dict[str, Any], queries:
         f"Test split, hybrid top 10 (exact dense search fused with BM25; up to {queries:,} "
         "seeded test queries a set): relevant kept / irrelevant dropped / ROC AUC. * marks a "
         "set whose other queries (dev or train) the layer was fit on; the weights saw only "
-        "SciFact and NFCorpus, so iApp or JaQuAD without * is unseen by the whole critic.",
+        "SciFact and NFCorpus, so iApp, JaQuAD or CoSQA without * is unseen by the whole critic.",
         "",
         f"| layer | inputs | rows | calibrated on | threshold | {head} |",
         "|---|---|---|---|---|" + "---|" * len(TESTS),
