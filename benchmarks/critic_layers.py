@@ -37,12 +37,21 @@ if TYPE_CHECKING:
 
 #: The shipped critic's own dev lists (its training command's sampling), then extra mixes.
 SHIPPED = ("dev scifact", "dev nfcorpus")
+#: The split each shipped set trains on (`--data scifact --data nfcorpus@dev`).
+SHIPPED_SPLITS = {"scifact": "train", "nfcorpus": "dev"}
 MIXES = {
     "SciFact + NFCorpus dev (shipped)": SHIPPED,
     "+ 1,000 iApp train queries": (*SHIPPED, "train iapp_th_ret"),
     "+ 1,000 JaQuAD train queries": (*SHIPPED, "train jaquad_ret"),
 }
-TESTS = ("scifact", "nfcorpus", "iapp_th_ret", "jaquad_ret", "cosqa")
+#: Test sets judged, with their names in the table.
+TESTS = {
+    "scifact": "SciFact",
+    "nfcorpus": "NFCorpus",
+    "iapp_th_ret": "iApp",
+    "jaquad_ret": "JaQuAD",
+    "cosqa": "CoSQA",
+}
 MLP_HIDDEN = 16
 
 
@@ -67,7 +76,7 @@ def lists_for(
     from ragbrain.evaluation.beir import corpus_store, load_split
 
     kind, dataset = name.split()
-    split_name = {"dev": "dev" if dataset == "nfcorpus" else "train"}.get(kind, kind)
+    split_name = SHIPPED_SPLITS[dataset] if kind == "dev" else kind
     split = load_split(root / dataset, split_name, drop_unknown_docs=True)
     store = corpus_store(split, default_embeddings(), progress=None)
     if kind == "dev":  # as `ragbrain critic train --data scifact --data nfcorpus@dev` samples
@@ -263,10 +272,8 @@ def nfcorpus_grades(rows: Rows, critic: TransformerCritic) -> dict[str, Any]:
 
 
 def markdown(results: Sequence[dict[str, Any]], grades: dict[str, Any], queries: int) -> str:
-    """One row per (layer, inputs, mix): kept / dropped / AUC on each test set."""
-    names = {"scifact": "SciFact", "nfcorpus": "NFCorpus", "iapp_th_ret": "iApp"}
-    names |= {"jaquad_ret": "JaQuAD", "cosqa": "CoSQA"}
-    head = " | ".join(names[t] for t in TESTS)
+    """One row per (layer, inputs, weighting, mix): kept / dropped / AUC on each test set."""
+    head = " | ".join(TESTS.values())
     lines = [
         "# The critic's last layer, refit on the shipped weights",
         "",
