@@ -197,6 +197,15 @@ def eval_(
     gate: Annotated[
         float | None, typer.Option(help="Gate threshold [default: the package default].")
     ] = None,
+    scenario: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--scenario",
+            help="Also run 'missing-answer': a seeded half of the queries lose every relevant "
+            "document (a store copy); refusal recall and false refusal.",
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the scenarios' draws.")] = 0,
 ) -> None:
     """Evaluate the retriever configurations on a BEIR split: quality, behaviour, latency."""
     from ragbrain.context import RetrievalContext
@@ -211,8 +220,13 @@ def eval_(
         type_scenario=types > 0,
         n_types=max(types, 2),
         wrong_share=wrong_share,
+        seed=seed,
+        missing_answer="missing-answer" in (scenario or []),
         out=out_dir,
     )
+    unknown = sorted(set(scenario or []) - {"missing-answer"})
+    if unknown:
+        raise _fail(InvalidInputError(f"Unknown scenario(s) {unknown}; known: ['missing-answer']."))
     try:
         with stage_reporter(err) as reporter:
             base = RetrievalContext() if gate is None else RetrievalContext(gate_threshold=gate)

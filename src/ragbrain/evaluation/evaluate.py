@@ -40,6 +40,7 @@ class EvalOptions:
     n_types: int = 8
     wrong_share: float = 0.5
     seed: int = 0
+    missing_answer: bool = False
     out: Path = Path("eval-results")
 
 
@@ -135,6 +136,19 @@ def evaluate(
         payload["type_filter"] = type_scenario(
             split, store, queries, options, base=base, reporter=reporter
         )
+    if options.missing_answer:
+        from ragbrain.evaluation.missing_run import missing_answer_scenario
+
+        payload["missing_answer"] = missing_answer_scenario(
+            split,
+            store,
+            queries,
+            configs,
+            critic,
+            base,
+            seed=options.seed,
+            progress=reporter("missing answer"),
+        )
     stem = options.out / f"{split.name}-{split.split}"
     write_json(stem.with_suffix(".json"), payload)
     write_atomic(stem.with_suffix(".md"), render_markdown(payload))
@@ -215,6 +229,10 @@ def render_markdown(payload: dict[str, Any]) -> str:
                     f"| {group} | {g['queries']} | {r['unfiltered']:.3f} | {r['no-fallback']:.3f} "
                     f"| {r['fallback']:.3f} | {g['poor_share']:.3f} | {rec} |"
                 )
+    if "missing_answer" in payload:
+        from ragbrain.evaluation.missing_run import render_missing
+
+        lines += render_missing(payload["missing_answer"])
     machine_ = payload["machine"]
     lines += [
         "",
