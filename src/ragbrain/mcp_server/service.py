@@ -15,7 +15,6 @@ from ragbrain.embeddings import model_name_of
 from ragbrain.errors import InvalidInputError
 from ragbrain.factory import CriticChoice, resolve_critic
 from ragbrain.gates import run_gate
-from ragbrain.graph import bind_critic
 from ragbrain.mcp_server.schemas import (
     MAX_LABEL_CHARS,
     Chunk,
@@ -26,6 +25,7 @@ from ragbrain.mcp_server.schemas import (
     clean_text,
     finite_or_none,
 )
+from ragbrain.nodes.critic import bind_critic
 from ragbrain.retriever import CorrectiveRetriever
 from ragbrain.state import RETRIEVAL_KEY
 from ragbrain.store import Store, default_store_path
@@ -184,6 +184,8 @@ class RagbrainService:
             gate=output["gate"],
             fallback=output.get("fallback", False),
             critic=output["critic"],
+            answerable=output["answerable"],
+            abstain_reason=output["abstain_reason"],
             notes=output["notes"],
             chunks=chunks,
         )
