@@ -1,0 +1,486 @@
+"""Leave-one-domain-out (LODO): every shared data set judged by a pipeline fit on the others.
+
+For each data set of ``--data-root`` in turn (``ragbrain.evaluation.lodo.folds``: CMRC 2018
+and DRCD held apart together), everything that learns here is fit on the other domains'
+train/dev queries only, and the held-apart set's test queries are judged:
+
+- the BM25 weight of the fusion (grid, best mean nDCG@10 of the hybrid top 10 on the fit sets);
+- the critic's threshold for the shipped layer (the shipped rule: every fit set keeps >= 92%
+  of its relevant candidates), and a refit of the critic's last layer with the
+  ``benchmarks.critic_layers`` machinery (logistic, balanced rows, same rule);
+- the abstention thresholds (``ragbrain.abstain``) on the fit sets' missing-answer scenario:
+  the most answerless queries refused while every fit set refuses <= 5% of its answerable ones.
+
+The critic's *encoder* is not retrained per fold (one training run costs more than this
+machine has; see docs/quality.md): the shipped one saw SciFact train and NFCorpus dev, so on
+those two sets the critic figures are not LODO, and the tables say so.
+
+Each query's candidates and the critic's per-pair inputs are read once and cached
+(``benchmarks.lodo_data``); every variant is then a recombination: ablation (dense top 10,
++ hybrid, + adaptive depth, + gate and fallback, + critic), the fixes, the critic on its own
+candidates (k = 10), the missing-answer scenario and its baseline (the 0.55 distance gate).
+
+    python -m benchmarks.lodo [--data-root ../shared/data] [--test-queries 300]
+        [--fit-queries 200] [--only SET ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from benchmarks.common import save, say
+from benchmarks.lodo_data import Record, SetData, ensure_rows, load_role, rows_of
+
+if TYPE_CHECKING:
+    import torch
+
+    from ragbrain.critic.model import TransformerCritic
+    from ragbrain.evaluation.lodo import Fold
+    from ragbrain.evaluation.missing import MissingAnswer
+
+#: Smallest first: a run cut short still has the small sets; CoSQA (20k docs) last.
+ORDER = (
+    "arcd_ret",
+    "cmrc2018_ret",
+    "iapp_th_ret",
+    "drcd_ret",
+    "nfcorpus",
+    "scifact",
+    "jaquad_ret",
+    "cosqa",
+)
+#: Sets whose queries the shipped critic's encoder was trained on (its `training` record).
+ENCODER_SAW = {"scifact": "train", "nfcorpus": "dev"}
+JUDGE_K = 10
+BM25_WEIGHTS = (0.0, 0.5, 1.0)
+MAX_FALSE_REFUSAL = 0.05
+Scorer = Callable[[SetData, Record, Sequence[str]], list[float]]
+
+
+def candidates(record: Record, removed: frozenset[str], bm25_weight: float) -> list[str]:
+    """The hybrid ranking as ``hybrid_search`` builds it: each side's top ``CANDIDATES``
+    (after the removed documents), fused by RRF; the dense side counts only when trusted."""
+    from ragbrain.lexical.fusion import CANDIDATES, rrf
+
+    dense = [d for d, _ in record.dense if d not in removed][:CANDIDATES]
+    bm25 = [d for d in record.bm25 if d not in removed][:CANDIDATES]
+    weights = (1.0, bm25_weight) if record.trust else (0.0, 1.0)
+    return rrf([dense, bm25], weights=weights)
+
+
+def dense_top(record: Record, removed: frozenset[str], k: int = JUDGE_K) -> list[str]:
+    """LangChain's dense top ``k`` over the (pruned) store."""
+    return [d for d, _ in record.dense if d not in removed][:k]
+
+
+def bm25_top(record: Record, removed: frozenset[str], k: int = JUDGE_K) -> list[str]:
+    """BM25 alone, top ``k``."""
+    return [d for d in record.bm25 if d not in removed][:k]
+
+
+def full_columns(x: torch.Tensor, distances: Sequence[float]) -> torch.Tensor:
+    """Per-pair inputs + distance + list columns: ``DISTANCE_LIST_INPUTS`` order."""
+    import torch
+
+    from ragbrain.critic.features import list_columns
+    from ragbrain.critic.model import DISTANCE_INPUTS
+
+    x = torch.cat([x, torch.tensor(distances, dtype=x.dtype)[:, None]], dim=1)
+    return torch.cat([x, list_columns(x, DISTANCE_INPUTS)], dim=1)
+
+
+def shipped_scorer(critic: TransformerCritic) -> Scorer:
+    """The shipped critic's distance layer on one list."""
+
+    def score(data: SetData, record: Record, docs: Sequence[str]) -> list[float]:
+        if not docs:
+            return []
+        distances = [record.distance[d] for d in docs]
+        return critic.combined(rows_of(data, record.id, docs), distances)
+
+    return score
+
+
+def layer_scorer(layer: Callable[[torch.Tensor], torch.Tensor]) -> Scorer:
+    """A refit layer (``critic_layers.fit_linear``) over ``DISTANCE_LIST_INPUTS`` columns."""
+
+    def score(data: SetData, record: Record, docs: Sequence[str]) -> list[float]:
+        if not docs:
+            return []
+        x = full_columns(rows_of(data, record.id, docs), [record.distance[d] for d in docs])
+        return [float(v) for v in layer(x).tolist()]
+
+    return score
+
+
+# --- fitting on a fold's other domains -------------------------------------------------------
+
+
+def fit_bm25_weight(fit: Sequence[SetData]) -> tuple[float, dict[str, float]]:
+    """The BM25 weight whose hybrid top 10 has the best nDCG@10, averaged over the fit sets."""
+    from ragbrain.evaluation.metrics import mean, ndcg_at_k
+
+    means = {}
+    for weight in BM25_WEIGHTS:
+        per_set = [
+            mean([ndcg_at_k(candidates(r, frozenset(), weight), r.qrels) for r in d.records]) or 0.0
+            for d in fit
+        ]
+        means[str(weight)] = sum(per_set) / len(per_set)
+    best = max(BM25_WEIGHTS, key=lambda w: (means[str(w)], -abs(w - 1.0)))
+    return best, means
+
+
+def judged(data: SetData, weight: float, removed: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """Each query's judged list: the hybrid top ``JUDGE_K``."""
+    return {r.id: candidates(r, removed, weight)[:JUDGE_K] for r in data.records}
+
+
+def labelled_scores(
+    fit: Sequence[SetData], weight: float, scorer: Scorer
+) -> tuple[list[float], list[bool], list[str]]:
+    """Scores, labels and set names of every judged candidate of the fit sets."""
+    scores: list[float] = []
+    labels: list[bool] = []
+    sets: list[str] = []
+    for data in fit:
+        lists = judged(data, weight)
+        for record in data.records:
+            docs = lists[record.id]
+            scores += scorer(data, record, docs)
+            labels += [d in record.relevant for d in docs]
+            sets += [data.name] * len(docs)
+    return scores, labels, sets
+
+
+def fit_layer(fit: Sequence[SetData], weight: float) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The critic's last layer refit on the fit sets' judged lists, rows balanced per set."""
+    import torch
+
+    from benchmarks.critic_layers import fit_linear, row_weights
+
+    xs, ys, sizes = [], [], []
+    for data in fit:
+        lists = judged(data, weight)
+        n = 0
+        for record in data.records:
+            docs = lists[record.id]
+            if not docs:
+                continue
+            dist = [record.distance[d] for d in docs]
+            xs.append(full_columns(rows_of(data, record.id, docs), dist))
+            ys += [float(d in record.relevant) for d in docs]
+            n += len(docs)
+        sizes.append(n)
+    return fit_linear(torch.cat(xs), torch.tensor(ys), row_weights(sizes, balanced=True))
+
+
+def evidence_rows(
+    data: SetData, scenario: MissingAnswer, weight: float, scorer: Scorer
+) -> list[tuple[bool, float, float]]:
+    """Per scenario query: (answerable, the critic's best score, the best distance) of its
+    judged list over the pruned store."""
+    from ragbrain.abstain import best_score
+
+    lists = judged(data, weight, scenario.removed)
+    out = []
+    for record in data.records:
+        if record.id not in scenario.answerable | scenario.unanswerable:
+            continue
+        docs = lists[record.id]
+        scores = scorer(data, record, docs)
+        best = best_score(scores)
+        distance = min((record.distance[d] for d in docs), default=2.0)
+        out.append((record.id in scenario.answerable, -1.0 if best is None else best, distance))
+    return out
+
+
+def fit_abstention(per_set: dict[str, list[tuple[bool, float, float]]]) -> dict[str, Any]:
+    """The (critic_below, distance_above) pair that refuses the most answerless queries (mean
+    over the fit sets) while refusing <= ``MAX_FALSE_REFUSAL`` of every fit set's answerable."""
+    import numpy as np
+
+    pooled = [row for rows in per_set.values() for row in rows]
+    scores = np.array([s for _, s, _ in pooled])
+    distances = np.array([d for _, _, d in pooled])
+    critic_grid = sorted({0.0, *np.quantile(scores, np.linspace(0, 1, 41)).tolist()})
+    distance_grid = sorted({0.0, *np.quantile(distances, np.linspace(0, 1, 41)).tolist()})
+    best: dict[str, Any] = {"critic_below": 0.0, "distance_above": 2.0, "refusal_recall": 0.0}
+    for c, g in itertools.product(critic_grid, distance_grid):
+        recalls, worst = [], 0.0
+        for rows in per_set.values():
+            refused = [s < c and d > g for _, s, d in rows]
+            answerable = [r for r, (a, _, _) in zip(refused, rows, strict=True) if a]
+            answerless = [r for r, (a, _, _) in zip(refused, rows, strict=True) if not a]
+            worst = max(worst, sum(answerable) / max(len(answerable), 1))
+            recalls.append(sum(answerless) / max(len(answerless), 1))
+        recall = sum(recalls) / len(recalls)
+        if worst <= MAX_FALSE_REFUSAL and recall > best["refusal_recall"]:
+            best = {
+                "critic_below": c,
+                "distance_above": g,
+                "refusal_recall": recall,
+                "false_refusal_worst": worst,
+            }
+    return best
+
+
+def fit_fold(fit: Sequence[SetData], critic: TransformerCritic) -> dict[str, Any]:
+    """Everything a fold learns from its fit sets."""
+    from ragbrain.critic.calibrate import choose_threshold
+    from ragbrain.evaluation.missing import split_missing
+
+    weight, weight_means = fit_bm25_weight(fit)
+    shipped = shipped_scorer(critic)
+    scores, labels, sets = labelled_scores(fit, weight, shipped)
+    shipped_threshold, _ = choose_threshold(scores, labels, sets, 0.92)
+    layer = fit_layer(fit, weight)
+    refit = layer_scorer(layer)
+    scores, labels, sets = labelled_scores(fit, weight, refit)
+    refit_threshold, _ = choose_threshold(scores, labels, sets, 0.92)
+    evidence = {}
+    for data in fit:
+        scenario = split_missing(
+            {r.id: r.qrels for r in data.records}, [r.id for r in data.records]
+        )
+        evidence[data.name] = evidence_rows(data, scenario, weight, refit)
+    abstention = fit_abstention(evidence)
+    return {
+        "bm25_weight": weight,
+        "bm25_weight_ndcg": weight_means,
+        "shipped_layer_threshold": shipped_threshold,
+        "refit_threshold": refit_threshold,
+        "abstention": abstention,
+        "_layer": layer,
+    }
+
+
+def all_lists(data: SetData, scenario: MissingAnswer | None) -> dict[str, list[str]]:
+    """Every (query, doc) pair any variant judges: hybrid top 10 for each BM25 weight, with
+    and without the scenario's removals."""
+    removals = [frozenset()] + ([scenario.removed] if scenario else [])
+    out: dict[str, list[str]] = {}
+    for record, weight, removed in itertools.product(data.records, BM25_WEIGHTS, removals):
+        docs = candidates(record, removed, weight)[:JUDGE_K]
+        out[record.id] = list(dict.fromkeys([*out.get(record.id, []), *docs]))
+    return out
+
+
+# --- judging a held-apart set ----------------------------------------------------------------
+
+
+def summary(returned: dict[str, list[str]], records: Sequence[Record]) -> dict[str, Any]:
+    """nDCG@10, Recall@10, returned-set precision and recall, mean chunks, empty share."""
+    from ragbrain.evaluation.metrics import (
+        mean,
+        ndcg_at_k,
+        recall_at_k,
+        set_precision,
+        set_recall,
+    )
+
+    precisions = [p for r in records if (p := set_precision(returned[r.id], r.qrels)) is not None]
+    return {
+        "ndcg@10": mean([ndcg_at_k(returned[r.id], r.qrels) for r in records]),
+        "recall@10": mean([recall_at_k(returned[r.id], r.qrels) for r in records]),
+        "set_precision": mean(precisions),
+        "set_recall": mean([set_recall(returned[r.id], r.qrels) for r in records]),
+        "mean_returned": mean([float(len(returned[r.id])) for r in records]),
+        "empty_share": mean([float(not returned[r.id]) for r in records]),
+    }
+
+
+def kept(docs: Sequence[str], scores: Sequence[float], threshold: float) -> list[str]:
+    """The documents scoring at or above ``threshold``, in order."""
+    from ragbrain.critic.base import keep_mask
+
+    return [d for d, k in zip(docs, keep_mask(scores, threshold), strict=True) if k]
+
+
+def judge_set(
+    data: SetData, fold: dict[str, Any], critic: TransformerCritic, removed: frozenset[str]
+) -> dict[str, dict[str, list[str]]]:
+    """What every configuration hands over for each test query (over the pruned store when
+    ``removed`` is not empty)."""
+    from ragbrain.abstain import AbstainThresholds, Evidence, hand_over, should_abstain
+    from ragbrain.evaluation.missing import BASELINE_GATE, gate_refuses
+
+    shipped, refit = shipped_scorer(critic), layer_scorer(fold["_layer"])
+    w = fold["bm25_weight"]
+    thresholds = AbstainThresholds(
+        fold["abstention"]["critic_below"], fold["abstention"]["distance_above"], "LODO"
+    )
+    out: dict[str, dict[str, list[str]]] = {}
+
+    def put(config: str, query: str, docs: list[str]) -> None:
+        out.setdefault(config, {})[query] = docs
+
+    for r in data.records:
+        dense, hybrid = dense_top(r, removed), candidates(r, removed, 1.0)
+        fitted = candidates(r, removed, w)
+        put("dense top 10", r.id, dense)
+        put("BM25 top 10", r.id, bm25_top(r, removed))
+        put("+ hybrid (k=10)", r.id, hybrid[:10])
+        put("+ adaptive depth", r.id, hybrid[: r.depth])
+        left = [dist for d, dist in r.dense if d not in removed]
+        best = left[0] if left else None
+        put("dense top 10, gate 0.55", r.id, [] if gate_refuses(best, BASELINE_GATE) else dense)
+        # the shipped pipeline: the critic judges the adaptive-depth hybrid list
+        own = hybrid[: r.depth]
+        put("+ critic (default)", r.id, kept(own, shipped(data, r, own), critic.threshold))
+        ten = hybrid[:JUDGE_K]
+        s10 = shipped(data, r, ten)
+        put("default at k=10", r.id, kept(ten, s10, critic.threshold))
+        # fix 1: judge 10, hand over at most the depth
+        put("judge 10, hand over <= depth", r.id, kept(ten, s10, critic.threshold)[: r.depth])
+        # fix 2: + the LODO fusion weight
+        ften = fitted[:JUDGE_K]
+        fs = shipped(data, r, ften)
+        put("+ LODO fusion weight", r.id, kept(ften, fs, critic.threshold)[: r.depth])
+        put(
+            "+ LODO threshold",
+            r.id,
+            kept(ften, fs, fold["shipped_layer_threshold"])[: r.depth],
+        )
+        rs = refit(data, r, ften)
+        put("+ LODO layer refit", r.id, kept(ften, rs, fold["refit_threshold"])[: r.depth])
+        distance = min((r.distance[d] for d in ften), default=None)
+        abstain, _ = should_abstain(Evidence(distance, rs, len(ften)), thresholds)
+        chosen = hand_over(rs, fold["refit_threshold"], r.depth, abstain=abstain)
+        put("+ abstention (proposed)", r.id, [ften[i] for i in chosen])
+        put("fitted hybrid (k=10, critic off)", r.id, ften)
+    return out
+
+
+def critic_own(
+    data: SetData, fold: dict[str, Any], critic: TransformerCritic
+) -> dict[str, dict[str, float]]:
+    """The critic on its own candidates (the hybrid top 10, critic off vs on, same run)."""
+    from ragbrain.critic.metrics import keep_stats, roc_auc
+
+    shipped, refit = shipped_scorer(critic), layer_scorer(fold["_layer"])
+    variants: dict[str, tuple[Scorer, float, float]] = {
+        "shipped layer and threshold": (shipped, 1.0, critic.threshold),
+        "shipped layer, LODO threshold": (
+            shipped,
+            fold["bm25_weight"],
+            fold["shipped_layer_threshold"],
+        ),
+        "LODO layer refit": (refit, fold["bm25_weight"], fold["refit_threshold"]),
+    }
+    out = {}
+    for name, (scorer, weight, threshold) in variants.items():
+        scores: list[float] = []
+        labels: list[bool] = []
+        for r in data.records:
+            docs = candidates(r, frozenset(), weight)[:JUDGE_K]
+            scores += scorer(data, r, docs)
+            labels += [d in r.relevant for d in docs]
+        stats = keep_stats(scores, labels, threshold)
+        out[name] = {
+            "relevant_kept": stats.relevant_kept,
+            "irrelevant_dropped": stats.irrelevant_dropped,
+            "auc": roc_auc(scores, labels),
+            "threshold": threshold,
+        }
+    return out
+
+
+def held_out(
+    data: SetData, fold: dict[str, Any], critic: TransformerCritic, scenario: MissingAnswer
+) -> dict[str, Any]:
+    """Ablation, fixes, the critic on its own candidates and the missing-answer scenario."""
+    from ragbrain.evaluation.missing import refusal_stats
+
+    normal = judge_set(data, fold, critic, frozenset())
+    table = {name: summary(returned, data.records) for name, returned in normal.items()}
+    missing = judge_set(data, fold, critic, scenario.removed)
+    answerable = [r for r in data.records if r.id in scenario.answerable]
+    refusals = {
+        name: {
+            **refusal_stats(returned, scenario).as_dict(),
+            "answerable_ndcg@10": summary(returned, answerable)["ndcg@10"],
+        }
+        for name, returned in missing.items()
+    }
+    return {
+        "queries": len(data.records),
+        "ablation": table,
+        "critic_own_candidates": critic_own(data, fold, critic),
+        "missing_answer": {
+            "unanswerable": len(scenario.unanswerable),
+            "answerable": len(scenario.answerable),
+            "removed_documents": len(scenario.removed),
+            "configs": refusals,
+        },
+    }
+
+
+def main() -> None:
+    """Fit each fold, judge its held-apart set, write results/lodo.{json,md}."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-root", type=Path, default=Path("../shared/data"))
+    parser.add_argument("--test-queries", type=int, default=300)
+    parser.add_argument("--fit-queries", type=int, default=200)
+    parser.add_argument("--only", nargs="*", default=None, help="Data sets to include.")
+    args = parser.parse_args()
+
+    from ragbrain.critic.model import TransformerCritic, default_critic_path
+    from ragbrain.embeddings import DEFAULT_EMBEDDING_MODEL
+    from ragbrain.evaluation.lodo import data_sets, folds, splits_of
+    from ragbrain.evaluation.missing import split_missing
+
+    critic = TransformerCritic(default_critic_path()).for_model(DEFAULT_EMBEDDING_MODEL)
+    found = data_sets(args.data_root)
+    names = [n for n in ORDER if n in found and (args.only is None or n in args.only)]
+    splits = {n: splits_of(found[n]) for n in names}
+    test: dict[str, SetData] = {}
+    fit: dict[str, SetData] = {}
+    scenarios: dict[str, MissingAnswer] = {}
+    for name in names:
+        fit_splits = [s for s in ("train", "dev") if s in splits[name]]
+        test[name] = load_role(args.data_root, name, ["test"], args.test_queries, critic)
+        fit[name] = load_role(args.data_root, name, fit_splits, args.fit_queries, critic)
+        scenarios[name] = split_missing(
+            {r.id: r.qrels for r in test[name].records}, [r.id for r in test[name].records]
+        )
+        fit_scenario = split_missing(
+            {r.id: r.qrels for r in fit[name].records}, [r.id for r in fit[name].records]
+        )
+        ensure_rows(test[name], all_lists(test[name], scenarios[name]), critic)
+        ensure_rows(fit[name], all_lists(fit[name], fit_scenario), critic)
+    results: dict[str, Any] = {}
+    fold_params: dict[str, Any] = {}
+    all_folds: list[Fold] = folds(splits)
+    for fold in all_folds:
+        fit_sets = [fit[n] for n in fold.fit_sets]
+        params = fit_fold(fit_sets, critic)
+        fold_params[fold.held_out] = {
+            **{k: v for k, v in params.items() if not k.startswith("_")},
+            "fit_on": [list(p) for p in fold.fit_on],
+        }
+        results[fold.held_out] = {
+            **held_out(test[fold.held_out], params, critic, scenarios[fold.held_out]),
+            "encoder_saw": ENCODER_SAW.get(fold.held_out),
+        }
+        say(f"{fold.held_out}: done")
+    everything = fit_fold(list(fit.values()), critic)  # what would ship: fit on every set
+    payload = {
+        "test_queries": args.test_queries,
+        "fit_queries": args.fit_queries,
+        "embedding_model": DEFAULT_EMBEDDING_MODEL,
+        "folds": fold_params,
+        "all_sets": {k: v for k, v in everything.items() if not k.startswith("_")},
+        "results": results,
+    }
+    from benchmarks.lodo_report import markdown
+
+    save("lodo", payload, markdown(payload))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,167 @@
+"""The Markdown of `benchmarks.lodo`: the LODO table, the ablation, the critic, abstention."""
+
+from __future__ import annotations
+
+from typing import Any
+
+PROPOSED = "+ abstention (proposed)"
+DEFAULT = "+ critic (default)"
+DENSE = "dense top 10"
+ABLATION = (
+    DENSE,
+    "BM25 top 10",
+    "+ hybrid (k=10)",
+    "+ adaptive depth",
+    DEFAULT,
+    "judge 10, hand over <= depth",
+    "+ LODO fusion weight",
+    "+ LODO threshold",
+    "+ LODO layer refit",
+    PROPOSED,
+)
+MISSING = (DENSE, "dense top 10, gate 0.55", DEFAULT, "+ LODO layer refit", PROPOSED)
+
+
+def _f(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.0f}%"
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    return "-" if a is None or not b else f"{a / b:.2f}x"
+
+
+def lodo_table(payload: dict[str, Any], config: str) -> list[str]:
+    """One row per held-apart set for ``config``, with dense top 10 beside it."""
+    lines = [
+        "| set (test queries) | dense nDCG@10 | nDCG@10 | Recall@10 | set P (vs dense) | set R "
+        "(vs critic off) | mean # | critic kept / dropped (k=10) | refusal recall | false "
+        "refusal |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, r in payload["results"].items():
+        row, dense = r["ablation"][config], r["ablation"][DENSE]
+        off = r["ablation"]["+ adaptive depth"]
+        own = r["critic_own_candidates"]["LODO layer refit"]
+        if config in (DEFAULT, "default at k=10"):
+            own = r["critic_own_candidates"]["shipped layer and threshold"]
+        miss = r["missing_answer"]["configs"][config] if config in MISSING else None
+        seen = f" (encoder saw {r['encoder_saw']})" if r["encoder_saw"] else ""
+        lines.append(
+            f"| {name}{seen} ({r['queries']}) | {_f(dense['ndcg@10'])} | {_f(row['ndcg@10'])} | "
+            f"{_f(row['recall@10'])} | {_f(row['set_precision'])} "
+            f"({_ratio(row['set_precision'], dense['set_precision'])}) | "
+            f"{_f(row['set_recall'])} ({_ratio(row['set_recall'], off['set_recall'])}) | "
+            f"{_f(row['mean_returned'], 1)} | {_pct(own['relevant_kept'])} / "
+            f"{_pct(own['irrelevant_dropped'])} | "
+            f"{_pct(miss['refusal_recall']) if miss else '-'} | "
+            f"{_pct(miss['false_refusal']) if miss else '-'} |"
+        )
+    return lines
+
+
+def markdown(payload: dict[str, Any]) -> str:
+    """The whole report."""
+    names = list(payload["results"])
+    lines = [
+        "# Leave-one-domain-out (LODO): each set judged by a pipeline fit on the others",
+        "",
+        f"all-MiniLM-L6-v2 stores; up to {payload['test_queries']} seeded test queries a set, "
+        f"fit on up to {payload['fit_queries']} seeded train/dev queries of every other domain "
+        "(CMRC 2018 and DRCD held apart together). Fit per fold: the BM25 fusion weight, the "
+        "critic's threshold (shipped layer) and a refit of its last layer, the abstention "
+        "thresholds. The critic's encoder is the shipped one: it saw SciFact train and "
+        "NFCorpus dev, so the critic figures there are not LODO (marked).",
+        "",
+        "## The proposed pipeline (LODO)",
+        "",
+        "Judge the hybrid top 10 (BM25 weight fit LODO), hand over at most the adaptive depth "
+        "of what the refit critic keeps, abstain when the critic and the gate agree nothing "
+        "fits. Set P is against dense top 10; set R against the pipeline with the critic off "
+        "(hybrid, adaptive depth).",
+        "",
+        *lodo_table(payload, PROPOSED),
+        "",
+        "## The shipped default (critic on the adaptive-depth hybrid list), same sets",
+        "",
+        *lodo_table(payload, DEFAULT),
+        "",
+        "## Ablation: nDCG@10 / set precision / mean chunks returned",
+        "",
+        "`+ gate and fallback` is not a row: in hybrid mode without a type filter the "
+        "fallback has nothing to widen (hybrid search already searched BM25), so it hands "
+        "over exactly `+ adaptive depth`.",
+        "",
+        "| config | " + " | ".join(names) + " |",
+        "|---|" + "---|" * len(names),
+    ]
+    for config in ABLATION:
+        cells = []
+        for name in names:
+            row = payload["results"][name]["ablation"][config]
+            cells.append(
+                f"{_f(row['ndcg@10'])} / {_f(row['set_precision'], 2)} / "
+                f"{_f(row['mean_returned'], 1)}"
+            )
+        lines.append(f"| {config} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "## The critic on its own candidates (hybrid top 10, critic off vs on)",
+        "",
+        "relevant kept / irrelevant dropped / ROC AUC; * = the encoder saw this set's "
+        "train/dev queries.",
+        "",
+        "| variant | " + " | ".join(names) + " |",
+        "|---|" + "---|" * len(names),
+    ]
+    first = payload["results"][names[0]]["critic_own_candidates"]
+    for variant in first:
+        cells = []
+        for name in names:
+            r = payload["results"][name]
+            v = r["critic_own_candidates"][variant]
+            mark = "*" if r["encoder_saw"] else ""
+            cells.append(
+                f"{_pct(v['relevant_kept'])} / {_pct(v['irrelevant_dropped'])} / "
+                f"{_f(v['auc'])}{mark}"
+            )
+        lines.append(f"| {variant} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "## Missing answer: refusal recall / false refusal / chunks when answerless",
+        "",
+        "A seeded half of each set's test queries lose every relevant document (their "
+        "neighbours stay); candidate lists are the full store's, read 60 deep, without the "
+        "removed documents.",
+        "",
+        "| config | " + " | ".join(names) + " |",
+        "|---|" + "---|" * len(names),
+    ]
+    for config in MISSING:
+        cells = []
+        for name in names:
+            m = payload["results"][name]["missing_answer"]["configs"][config]
+            cells.append(
+                f"{_pct(m['refusal_recall'])} / {_pct(m['false_refusal'])} / "
+                f"{_f(m['chunks_when_unanswerable'], 1)}"
+            )
+        lines.append(f"| {config} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "## What each fold learned",
+        "",
+        "| held apart | BM25 weight | shipped-layer threshold | refit threshold | abstain: "
+        "critic below | and distance above | fit refusal recall |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, p in [*payload["folds"].items(), ("all sets (to ship)", payload["all_sets"])]:
+        a = p["abstention"]
+        lines.append(
+            f"| {name} | {p['bm25_weight']} | {_f(p['shipped_layer_threshold'])} | "
+            f"{_f(p['refit_threshold'])} | {_f(a['critic_below'])} | "
+            f"{_f(a['distance_above'])} | {_pct(a['refusal_recall'])} |"
+        )
+    return "\n".join(lines) + "\n"

