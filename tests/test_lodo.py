@@ -98,3 +98,24 @@ def test_root_folds_reads_the_folders(tmp_path: Path) -> None:
     ]
     with pytest.raises(InvalidInputError, match="no data set here"):
         root_folds(tmp_path / "not-a-set")
+
+
+def test_fold_params(tmp_path: Path) -> None:
+    from ragbrain.evaluation.lodo import fold_params
+
+    path = tmp_path / "lodo.json"
+    folds_ = {
+        "a": {"fit_on": [["b", "train"]], "shipped_layer_threshold": 0.2},
+        "b": {"fit_on": [["b", "train"]]},  # leaked: fit on itself
+    }
+    path.write_text(json.dumps({"folds": folds_}), encoding="utf-8")
+    assert fold_params(path, "a")["shipped_layer_threshold"] == 0.2
+    with pytest.raises(InvalidInputError, match="a LODO figure may only use"):
+        fold_params(path, "b")
+    with pytest.raises(InvalidInputError, match=r"no fold holds 'c' apart; folds: \['a', 'b'\]"):
+        fold_params(path, "c")
+    (tmp_path / "bad.json").write_text("[]", encoding="utf-8")
+    with pytest.raises(InvalidInputError, match="no 'folds'"):
+        fold_params(tmp_path / "bad.json", "a")
+    with pytest.raises(InvalidInputError, match="not a readable LODO result"):
+        fold_params(tmp_path / "missing.json", "a")

@@ -206,6 +206,14 @@ def eval_(
         ),
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the scenarios' draws.")] = 0,
+    lodo: Annotated[
+        Path | None,
+        typer.Option(
+            "--lodo",
+            help="A `python -m benchmarks.lodo` result (lodo.json): run with the critic "
+            "threshold its fold fit without this data set (refused if the fold saw it).",
+        ),
+    ] = None,
 ) -> None:
     """Evaluate the retriever configurations on a BEIR split: quality, behaviour, latency."""
     from ragbrain.context import RetrievalContext
@@ -230,6 +238,15 @@ def eval_(
     try:
         with stage_reporter(err) as reporter:
             base = RetrievalContext() if gate is None else RetrievalContext(gate_threshold=gate)
+            if lodo is not None:
+                from dataclasses import replace
+
+                from ragbrain.evaluation.lodo import fold_params
+
+                fitted = fold_params(lodo, data.name)
+                threshold = fitted.get("shipped_layer_threshold")
+                if isinstance(threshold, float):
+                    base = replace(base, critic_threshold=threshold)
             critic_ = eval_critic(critic)
             payload = evaluate(data, options, default_embeddings(), critic_, reporter, base=base)
     except RagbrainError as exc:

@@ -130,3 +130,31 @@ def check_unseen(fold: Fold, fitted_on: Sequence[tuple[str, str]]) -> None:
             f"Parameters for {fold.held_out} were fit on {bad}: a LODO figure may only use "
             "the other domains' train/dev splits."
         )
+
+
+def fold_params(path: str | Path, data_set: str) -> dict[str, object]:
+    """The parameters ``python -m benchmarks.lodo`` fit for the fold holding ``data_set`` apart
+    (its ``folds`` entry in ``lodo.json``), checked to be unseen (``check_unseen``).
+
+    Raises:
+        InvalidInputError: The file is missing or not a LODO result, it has no fold for
+            ``data_set``, or the fold's parameters were fit on ``data_set``'s domain.
+    """
+    import json
+
+    file = Path(path).expanduser()
+    try:
+        payload = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InvalidInputError(f"{file}: not a readable LODO result ({exc}).") from exc
+    all_folds = payload.get("folds") if isinstance(payload, dict) else None
+    if not isinstance(all_folds, dict):
+        raise InvalidInputError(f"{file}: no 'folds' (write it with `python -m benchmarks.lodo`).")
+    params = all_folds.get(data_set)
+    if not isinstance(params, dict):
+        raise InvalidInputError(
+            f"{file}: no fold holds {data_set!r} apart; folds: {sorted(all_folds)}."
+        )
+    fit_on = [(str(n), str(s)) for n, s in params.get("fit_on", [])]
+    check_unseen(Fold(data_set, tuple(fit_on), (data_set, TEST_SPLIT)), fit_on)
+    return params
