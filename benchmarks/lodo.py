@@ -21,7 +21,7 @@ Each query's candidates and the critic's per-pair inputs are read once and cache
 candidates (k = 10), the missing-answer scenario and its baseline (the 0.55 distance gate).
 
     python -m benchmarks.lodo [--data-root ../shared/data] [--test-queries 300]
-        [--fit-queries 200] [--only SET ...]
+        [--fit-queries 200] [--only SET ...] [--subcorpus SET ...] [--subcorpus-docs 2000]
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchmarks.common import save, say
-from benchmarks.lodo_data import Record, SetData, ensure_rows, load_role, rows_of
+from benchmarks.lodo_data import Record, SetData, ensure_rows, load_role, rows_of, subcorpus
 
 if TYPE_CHECKING:
     import torch
@@ -58,6 +58,10 @@ ENCODER_SAW = {"scifact": "train", "nfcorpus": "dev"}
 JUDGE_K = 10
 BM25_WEIGHTS = (0.0, 0.5, 1.0)
 MAX_FALSE_REFUSAL = 0.05
+#: A sub-corpus holds every document judged for this many seeded test and fit queries (the
+#: benchmark's queries are drawn from those), plus random others up to ``--subcorpus-docs``.
+SUBCORPUS_QUERIES = (150, 80)
+GRAPH_ABSTAIN = "default + abstention (shipped critic)"
 Scorer = Callable[[SetData, Record, Sequence[str]], list[float]]
 
 
@@ -91,6 +95,18 @@ def full_columns(x: torch.Tensor, distances: Sequence[float]) -> torch.Tensor:
 
     x = torch.cat([x, torch.tensor(distances, dtype=x.dtype)[:, None]], dim=1)
     return torch.cat([x, list_columns(x, DISTANCE_INPUTS)], dim=1)
+
+
+def evidence_auc(rows: Sequence[tuple[bool, float, float]]) -> dict[str, float]:
+    """How well each side's evidence tells answerless from answerable queries (ROC AUC of
+    "nothing fits": a low critic score, a far best hit)."""
+    from ragbrain.critic.metrics import roc_auc
+
+    answerless = [not a for a, _, _ in rows]
+    return {
+        "critic": roc_auc([-s for _, s, _ in rows], answerless),
+        "distance": roc_auc([d for _, _, d in rows], answerless),
+    }
 
 
 def shipped_scorer(critic: TransformerCritic) -> Scorer:
@@ -157,8 +173,11 @@ def labelled_scores(
     return scores, labels, sets
 
 
-def fit_layer(fit: Sequence[SetData], weight: float) -> Callable[[torch.Tensor], torch.Tensor]:
-    """The critic's last layer refit on the fit sets' judged lists, rows balanced per set."""
+def fit_layer(
+    fit: Sequence[SetData], weight: float, columns: int
+) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The critic's last layer refit on the fit sets' judged lists (rows balanced per set),
+    reading the first ``columns`` of ``DISTANCE_LIST_INPUTS``."""
     import torch
 
     from benchmarks.critic_layers import fit_linear, row_weights
@@ -172,26 +191,69 @@ def fit_layer(fit: Sequence[SetData], weight: float) -> Callable[[torch.Tensor],
             if not docs:
                 continue
             dist = [record.distance[d] for d in docs]
-            xs.append(full_columns(rows_of(data, record.id, docs), dist))
+            xs.append(full_columns(rows_of(data, record.id, docs), dist)[:, :columns])
             ys += [float(d in record.relevant) for d in docs]
             n += len(docs)
         sizes.append(n)
-    return fit_linear(torch.cat(xs), torch.tensor(ys), row_weights(sizes, balanced=True))
+    layer = fit_linear(torch.cat(xs), torch.tensor(ys), row_weights(sizes, balanced=True))
+    return lambda x: layer(x[:, :columns])
+
+
+def layer_columns() -> dict[str, int]:
+    """The refit layer's input layouts: every column, or the per-pair ones (no list columns)."""
+    from ragbrain.critic.model import DISTANCE_INPUTS, DISTANCE_LIST_INPUTS
+
+    return {"list-aware": len(DISTANCE_LIST_INPUTS), "per-pair": len(DISTANCE_INPUTS)}
+
+
+def choose_layout(fit: Sequence[SetData], weight: float) -> tuple[str, dict[str, Any]]:
+    """Nested leave-one-set-out inside the fold: for each layout, each fit set is judged by a
+    layer and threshold fit on the fold's other fit sets. The layout whose worst set keeps
+    >= 90% of its relevant candidates and drops the most irrelevant ones on average wins
+    (else the one with the best worst-case keep)."""
+    from ragbrain.critic.calibrate import choose_threshold
+    from ragbrain.critic.metrics import keep_stats
+
+    report: dict[str, Any] = {}
+    for name, columns in layer_columns().items():
+        kept, dropped = [], []
+        for inner in fit:
+            rest = [d for d in fit if d is not inner]
+            scorer = layer_scorer(fit_layer(rest, weight, columns))
+            scores, labels, sets = labelled_scores(rest, weight, scorer)
+            threshold, _ = choose_threshold(scores, labels, sets, 0.92)
+            s, y, _ = labelled_scores([inner], weight, scorer)
+            stats = keep_stats(s, y, threshold)
+            kept.append(stats.relevant_kept)
+            dropped.append(stats.irrelevant_dropped)
+        report[name] = {"worst_kept": min(kept), "mean_dropped": sum(dropped) / len(dropped)}
+    passing = [n for n, r in report.items() if r["worst_kept"] >= 0.9]
+    if passing:
+        best = max(passing, key=lambda n: report[n]["mean_dropped"])
+    else:
+        best = max(report, key=lambda n: report[n]["worst_kept"])
+    return best, report
 
 
 def evidence_rows(
-    data: SetData, scenario: MissingAnswer, weight: float, scorer: Scorer
+    data: SetData,
+    scenario: MissingAnswer,
+    weight: float,
+    scorer: Scorer,
+    *,
+    adaptive: bool = False,
 ) -> list[tuple[bool, float, float]]:
     """Per scenario query: (answerable, the critic's best score, the best distance) of its
-    judged list over the pruned store."""
+    judged list over the pruned store (the hybrid top 10, or with ``adaptive`` the top
+    ``depth``, as the graph judges today)."""
     from ragbrain.abstain import best_score
 
-    lists = judged(data, weight, scenario.removed)
     out = []
     for record in data.records:
         if record.id not in scenario.answerable | scenario.unanswerable:
             continue
-        docs = lists[record.id]
+        docs = candidates(record, scenario.removed, weight)
+        docs = docs[: record.depth if adaptive else JUDGE_K]
         scores = scorer(data, record, docs)
         best = best_score(scores)
         distance = min((record.distance[d] for d in docs), default=2.0)
@@ -238,24 +300,32 @@ def fit_fold(fit: Sequence[SetData], critic: TransformerCritic) -> dict[str, Any
     shipped = shipped_scorer(critic)
     scores, labels, sets = labelled_scores(fit, weight, shipped)
     shipped_threshold, _ = choose_threshold(scores, labels, sets, 0.92)
-    layer = fit_layer(fit, weight)
+    layout, nested = choose_layout(fit, weight)
+    layers = {name: fit_layer(fit, weight, n) for name, n in layer_columns().items()}
+    layer = layers[layout]
     refit = layer_scorer(layer)
     scores, labels, sets = labelled_scores(fit, weight, refit)
     refit_threshold, _ = choose_threshold(scores, labels, sets, 0.92)
-    evidence = {}
+    evidence, graph = {}, {}
     for data in fit:
         scenario = split_missing(
             {r.id: r.qrels for r in data.records}, [r.id for r in data.records]
         )
         evidence[data.name] = evidence_rows(data, scenario, weight, refit)
+        graph[data.name] = evidence_rows(data, scenario, 1.0, shipped, adaptive=True)
     abstention = fit_abstention(evidence)
     return {
+        "layer_layout": layout,
+        "layer_nested": nested,
+        "abstention_shipped": fit_abstention(graph),
         "bm25_weight": weight,
         "bm25_weight_ndcg": weight_means,
         "shipped_layer_threshold": shipped_threshold,
         "refit_threshold": refit_threshold,
         "abstention": abstention,
         "_layer": layer,
+        "_layers": layers,
+        "_fit": fit,
     }
 
 
@@ -353,6 +423,14 @@ def judge_set(
         chosen = hand_over(rs, fold["refit_threshold"], r.depth, abstain=abstain)
         put("+ abstention (proposed)", r.id, [ften[i] for i in chosen])
         put("fitted hybrid (k=10, critic off)", r.id, ften)
+        # what the graph can do today: its own list and critic, the abstention rule added
+        own_scores = shipped(data, r, own)
+        g = fold["abstention_shipped"]
+        graph_thresholds = AbstainThresholds(g["critic_below"], g["distance_above"], "LODO")
+        distance = min((r.distance[d] for d in own), default=None)
+        abstain, _ = should_abstain(Evidence(distance, own_scores, len(own)), graph_thresholds)
+        chosen = hand_over(own_scores, critic.threshold, r.depth, abstain=abstain)
+        put(GRAPH_ABSTAIN, r.id, [own[i] for i in chosen])
     return out
 
 
@@ -372,6 +450,13 @@ def critic_own(
         ),
         "LODO layer refit": (refit, fold["bm25_weight"], fold["refit_threshold"]),
     }
+    from ragbrain.critic.calibrate import choose_threshold
+
+    for layout, layer in fold["_layers"].items():  # both layouts, whichever the fold chose
+        scorer = layer_scorer(layer)
+        weight = fold["bm25_weight"]
+        threshold, _ = choose_threshold(*labelled_scores(fold["_fit"], weight, scorer), 0.92)
+        variants[f"LODO refit, {layout} columns"] = (scorer, fold["bm25_weight"], threshold)
     out = {}
     for name, (scorer, weight, threshold) in variants.items():
         scores: list[float] = []
@@ -407,8 +492,17 @@ def held_out(
         }
         for name, returned in missing.items()
     }
+    evidence = {
+        "refit critic, hybrid top 10": evidence_auc(
+            evidence_rows(data, scenario, fold["bm25_weight"], layer_scorer(fold["_layer"]))
+        ),
+        "shipped critic, adaptive depth": evidence_auc(
+            evidence_rows(data, scenario, 1.0, shipped_scorer(critic), adaptive=True)
+        ),
+    }
     return {
         "queries": len(data.records),
+        "evidence_auc": evidence,
         "ablation": table,
         "critic_own_candidates": critic_own(data, fold, critic),
         "missing_answer": {
@@ -427,6 +521,14 @@ def main() -> None:
     parser.add_argument("--test-queries", type=int, default=300)
     parser.add_argument("--fit-queries", type=int, default=200)
     parser.add_argument("--only", nargs="*", default=None, help="Data sets to include.")
+    parser.add_argument(
+        "--subcorpus",
+        nargs="*",
+        default=[],
+        help="Sets judged on a smaller corpus (benchmarks.lodo_data.subcorpus): too big to "
+        "embed on this machine.",
+    )
+    parser.add_argument("--subcorpus-docs", type=int, default=2000)
     args = parser.parse_args()
 
     from ragbrain.critic.model import TransformerCritic, default_critic_path
@@ -443,8 +545,12 @@ def main() -> None:
     scenarios: dict[str, MissingAnswer] = {}
     for name in names:
         fit_splits = [s for s in ("train", "dev") if s in splits[name]]
-        test[name] = load_role(args.data_root, name, ["test"], args.test_queries, critic)
-        fit[name] = load_role(args.data_root, name, fit_splits, args.fit_queries, critic)
+        root = args.data_root
+        if name in args.subcorpus:
+            sampled = [(["test"], SUBCORPUS_QUERIES[0]), (fit_splits, SUBCORPUS_QUERIES[1])]
+            root = subcorpus(root, name, sampled, args.subcorpus_docs)
+        test[name] = load_role(root, name, ["test"], args.test_queries, critic)
+        fit[name] = load_role(root, name, fit_splits, args.fit_queries, critic)
         scenarios[name] = split_missing(
             {r.id: r.qrels for r in test[name].records}, [r.id for r in test[name].records]
         )
@@ -470,6 +576,8 @@ def main() -> None:
         say(f"{fold.held_out}: done")
     everything = fit_fold(list(fit.values()), critic)  # what would ship: fit on every set
     payload = {
+        "subcorpus": {n: args.subcorpus_docs for n in args.subcorpus if n in names},
+        "subcorpus_queries": SUBCORPUS_QUERIES,
         "test_queries": args.test_queries,
         "fit_queries": args.fit_queries,
         "embedding_model": DEFAULT_EMBEDDING_MODEL,

@@ -13,13 +13,22 @@ ABLATION = (
     "+ hybrid (k=10)",
     "+ adaptive depth",
     DEFAULT,
+    "default at k=10",
     "judge 10, hand over <= depth",
     "+ LODO fusion weight",
     "+ LODO threshold",
     "+ LODO layer refit",
     PROPOSED,
+    "default + abstention (shipped critic)",
 )
-MISSING = (DENSE, "dense top 10, gate 0.55", DEFAULT, "+ LODO layer refit", PROPOSED)
+MISSING = (
+    DENSE,
+    "dense top 10, gate 0.55",
+    DEFAULT,
+    "default + abstention (shipped critic)",
+    "+ LODO layer refit",
+    PROPOSED,
+)
 
 
 def _f(value: float | None, digits: int = 3) -> str:
@@ -50,6 +59,8 @@ def lodo_table(payload: dict[str, Any], config: str) -> list[str]:
             own = r["critic_own_candidates"]["shipped layer and threshold"]
         miss = r["missing_answer"]["configs"][config] if config in MISSING else None
         seen = f" (encoder saw {r['encoder_saw']})" if r["encoder_saw"] else ""
+        if name in payload.get("subcorpus", {}):
+            seen += f" [{payload['subcorpus'][name]:,}-doc sub-corpus]"
         lines.append(
             f"| {name}{seen} ({r['queries']}) | {_f(dense['ndcg@10'])} | {_f(row['ndcg@10'])} | "
             f"{_f(row['recall@10'])} | {_f(row['set_precision'])} "
@@ -74,7 +85,10 @@ def markdown(payload: dict[str, Any]) -> str:
         "(CMRC 2018 and DRCD held apart together). Fit per fold: the BM25 fusion weight, the "
         "critic's threshold (shipped layer) and a refit of its last layer, the abstention "
         "thresholds. The critic's encoder is the shipped one: it saw SciFact train and "
-        "NFCorpus dev, so the critic figures there are not LODO (marked).",
+        "NFCorpus dev, so the critic figures there are not LODO (marked). Sets marked "
+        "sub-corpus were judged on a smaller corpus (every document judged for "
+        f"{payload['subcorpus_queries'][0]} seeded test and {payload['subcorpus_queries'][1]} "
+        "fit queries, plus seeded random others): fewer distractors than the full set.",
         "",
         "## The proposed pipeline (LODO)",
         "",
@@ -151,17 +165,37 @@ def markdown(payload: dict[str, Any]) -> str:
         lines.append(f"| {config} | " + " | ".join(cells) + " |")
     lines += [
         "",
+        "How well the evidence tells answerless from answerable test queries (ROC AUC; 0.5 is "
+        "chance): the critic's best score / the best distance.",
+        "",
+        "| evidence | " + " | ".join(names) + " |",
+        "|---|" + "---|" * len(names),
+    ]
+    for kind in payload["results"][names[0]]["evidence_auc"]:
+        cells = [
+            f"{_f(payload['results'][n]['evidence_auc'][kind]['critic'])} / "
+            f"{_f(payload['results'][n]['evidence_auc'][kind]['distance'])}"
+            for n in names
+        ]
+        lines.append(f"| {kind} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
         "## What each fold learned",
         "",
-        "| held apart | BM25 weight | shipped-layer threshold | refit threshold | abstain: "
-        "critic below | and distance above | fit refusal recall |",
-        "|---|---|---|---|---|---|---|",
+        "| held apart | BM25 weight | layer (nested choice) | shipped-layer threshold | "
+        "refit threshold | abstain: "
+        "critic below | and distance above | fit refusal recall | shipped critic: below / "
+        "above / fit refusal recall |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for name, p in [*payload["folds"].items(), ("all sets (to ship)", payload["all_sets"])]:
-        a = p["abstention"]
+        a, g = p["abstention"], p["abstention_shipped"]
         lines.append(
-            f"| {name} | {p['bm25_weight']} | {_f(p['shipped_layer_threshold'])} | "
+            f"| {name} | {p['bm25_weight']} | {p['layer_layout']} | "
+            f"{_f(p['shipped_layer_threshold'])} | "
             f"{_f(p['refit_threshold'])} | {_f(a['critic_below'])} | "
-            f"{_f(a['distance_above'])} | {_pct(a['refusal_recall'])} |"
+            f"{_f(a['distance_above'])} | {_pct(a['refusal_recall'])} | "
+            f"{_f(g['critic_below'])} / {_f(g['distance_above'])} / "
+            f"{_pct(g['refusal_recall'])} |"
         )
     return "\n".join(lines) + "\n"
