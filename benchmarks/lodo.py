@@ -21,7 +21,7 @@ Each query's candidates and the critic's per-pair inputs are read once and cache
 candidates (k = 10), the missing-answer scenario and its baseline (the 0.55 distance gate).
 
     python -m benchmarks.lodo [--data-root ../shared/data] [--test-queries 300]
-        [--fit-queries 200] [--only SET ...] [--subcorpus SET ...] [--subcorpus-docs 2000]
+        [--fit-queries 200] [--only SET ...] [--subcorpus SET=DOCS ...]
 """
 
 from __future__ import annotations
@@ -525,11 +525,12 @@ def main() -> None:
         "--subcorpus",
         nargs="*",
         default=[],
-        help="Sets judged on a smaller corpus (benchmarks.lodo_data.subcorpus): too big to "
-        "embed on this machine.",
+        metavar="SET=DOCS",
+        help="Sets judged on a smaller corpus of DOCS documents "
+        "(benchmarks.lodo_data.subcorpus): too big to embed on this machine.",
     )
-    parser.add_argument("--subcorpus-docs", type=int, default=2000)
     args = parser.parse_args()
+    sub_docs = {n: int(d) for n, _, d in (item.partition("=") for item in args.subcorpus)}
 
     from ragbrain.critic.model import TransformerCritic, default_critic_path
     from ragbrain.embeddings import DEFAULT_EMBEDDING_MODEL
@@ -546,9 +547,9 @@ def main() -> None:
     for name in names:
         fit_splits = [s for s in ("train", "dev") if s in splits[name]]
         root = args.data_root
-        if name in args.subcorpus:
+        if name in sub_docs:
             sampled = [(["test"], SUBCORPUS_QUERIES[0]), (fit_splits, SUBCORPUS_QUERIES[1])]
-            root = subcorpus(root, name, sampled, args.subcorpus_docs)
+            root = subcorpus(root, name, sampled, sub_docs[name])
         test[name] = load_role(root, name, ["test"], args.test_queries, critic)
         fit[name] = load_role(root, name, fit_splits, args.fit_queries, critic)
         scenarios[name] = split_missing(
@@ -576,7 +577,7 @@ def main() -> None:
         say(f"{fold.held_out}: done")
     everything = fit_fold(list(fit.values()), critic)  # what would ship: fit on every set
     payload = {
-        "subcorpus": {n: args.subcorpus_docs for n in args.subcorpus if n in names},
+        "subcorpus": {n: d for n, d in sub_docs.items() if n in names},
         "subcorpus_queries": SUBCORPUS_QUERIES,
         "test_queries": args.test_queries,
         "fit_queries": args.fit_queries,

@@ -143,3 +143,25 @@ def test_eval_runs_the_scenario(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert dense["chunks_when_unanswerable"] == 4.0
     assert set(scenario["baseline_gate"]) >= {"threshold", "refusal_recall", "false_refusal"}
     assert "## Missing answer" in (out / "tiny-test.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        (["--scenario", "nope"], r"Unknown scenario\(s\) \['nope'\]; known: \['missing-answer'\]"),
+        (["--lodo", "missing.json"], "not a readable LODO result"),
+    ],
+    ids=["unknown-scenario", "missing-lodo-file"],
+)
+def test_eval_cli_refuses(tmp_path: Path, args: list[str], match: str) -> None:
+    import re
+
+    from typer.testing import CliRunner
+
+    from ragbrain.cli import app
+
+    folder = make_folder(tmp_path / "tiny")
+    args = [a if a != "missing.json" else str(tmp_path / a) for a in args]
+    result = CliRunner().invoke(app, ["eval", "--data", str(folder), *args])
+    assert result.exit_code == 2
+    assert re.search(match, " ".join(result.output.split()))
