@@ -10,9 +10,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragbrain.evaluation.beir import cache_root
 from ragbrain.evaluation.metrics import percentile
 from ragbrain.evaluation.report import machine, write_atomic, write_json
+from ragbrain.paths import cache_root
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings

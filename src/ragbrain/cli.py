@@ -425,7 +425,10 @@ def mcp(
     """
     import logging
 
-    from ragbrain.mcp_server import RagbrainService, serve
+    try:
+        from ragbrain.mcp_server import RagbrainService, serve
+    except RagbrainError as exc:  # the [mcp] extra is not installed
+        raise _fail(exc) from exc
 
     logging.basicConfig(
         stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s: %(message)s"

@@ -23,6 +23,7 @@ from ragbrain.errors import (
     StoreNotFoundError,
     StoreUnavailableError,
 )
+from ragbrain.paths import cache_root, default_store_path
 from ragbrain.resilience import StorePolicy, bound_requests, call
 from ragbrain.state import Hit
 from ragbrain.type_index import KnownTypes, TypeIndex, type_where, typed_nearest
@@ -38,8 +39,6 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 COLLECTION = "ragbrain"
-STORE_ENV = "RAGBRAIN_STORE"
-SERVER_ENV = "RAGBRAIN_SERVER"
 LOCK_FILE = "ragbrain.lock"
 MODEL_KEY = "ragbrain:embedding_model"
 DIMENSION_KEY = "ragbrain:dimension"
@@ -50,14 +49,6 @@ _BATCH = 1000  # Chroma caps how many records one call may carry.
 #: SQL statement naming every id, and SQLite refuses more than 32,766 variables: an unpaged
 #: listing fails on a store of about 33k chunks or more ("too many SQL variables").
 PAGE = 5000
-
-
-def default_store_path() -> Path:
-    """``$RAGBRAIN_STORE``, else ``$XDG_DATA_HOME/ragbrain/store`` (``~/.local/share/...``)."""
-    if env := os.environ.get(STORE_ENV):
-        return Path(env).expanduser()
-    data_home = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
-    return Path(data_home) / "ragbrain" / "store"
 
 
 def _client(path: Path) -> ClientAPI:
@@ -197,8 +188,6 @@ class Store:
         or for a server store, ``$RAGBRAIN_CACHE/<name>/<digest of the URL><suffix>``."""
         if self.folder is not None:
             return self.folder / f"{name}{suffix}"
-        from ragbrain.evaluation.beir import cache_root
-
         digest = hashlib.sha256(self.location.encode()).hexdigest()[:16]
         return cache_root() / name / f"{digest}{suffix}"
 

@@ -14,9 +14,9 @@ if TYPE_CHECKING:
 
 
 def _figure(width: float, height: float) -> Figure:
-    import matplotlib
+    from ragbrain.extras import require
 
-    matplotlib.use("Agg")
+    require("matplotlib", extra="eval", feature="Evaluation plots").use("Agg")
     from matplotlib.figure import Figure
 
     return Figure(figsize=(width, height), dpi=110)

@@ -50,7 +50,10 @@ def dense_retriever(store: Store) -> BaseRetriever:
     """LangChain's own Chroma retriever (top 10) over the very collection ``store`` reads."""
     import chromadb
     from chromadb.config import Settings
-    from langchain_chroma import Chroma
+
+    from ragbrain.extras import require
+
+    Chroma = require("langchain_chroma", extra="eval", feature="The dense baseline").Chroma  # noqa: N806
 
     client = chromadb.PersistentClient(
         path=store.location, settings=Settings(anonymized_telemetry=False)
@@ -61,7 +64,8 @@ def dense_retriever(store: Store) -> BaseRetriever:
         embedding_function=store.embeddings,
         create_collection_if_not_exists=False,
     )
-    return chroma.as_retriever(search_kwargs={"k": DENSE_K})
+    retriever: BaseRetriever = chroma.as_retriever(search_kwargs={"k": DENSE_K})
+    return retriever
 
 
 def build_retrievers(

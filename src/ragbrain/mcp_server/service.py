@@ -26,9 +26,10 @@ from ragbrain.mcp_server.schemas import (
     finite_or_none,
 )
 from ragbrain.nodes.critic import bind_critic
+from ragbrain.paths import default_store_path
 from ragbrain.retriever import CorrectiveRetriever
 from ragbrain.state import RETRIEVAL_KEY
-from ragbrain.store import Store, default_store_path
+from ragbrain.store import Store
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
