@@ -9,7 +9,7 @@ from pathlib import Path
 import chromadb
 import pytest
 
-from ragbrain.errors import StoreMismatchError, StoreNotFoundError
+from ragbrain.errors import InvalidInputError, StoreMismatchError, StoreNotFoundError
 from ragbrain.store import COLLECTION, Store
 from tests.fakes import BagOfWordsEmbeddings
 
@@ -155,3 +155,11 @@ def test_version_changes_with_writes_only(filled: tuple[Store, list[str]]) -> No
     assert after_write != before
     store.delete(["v1"])
     assert store.version() != after_write
+
+
+def test_a_folder_and_a_server_together_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInputError, match="Only one of a store folder or a server"):
+        Store.open(
+            tmp_path / "store", BagOfWordsEmbeddings(), create=True, server="http://127.0.0.1:9"
+        )
+    assert not (tmp_path / "store").exists()  # refused before anything was made

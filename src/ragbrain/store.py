@@ -126,7 +126,16 @@ def _server_client(url: str, policy: StorePolicy) -> ClientAPI:
 def connect(
     path: str | Path | None, server: str | None, policy: StorePolicy, *, create: bool
 ) -> tuple[ClientAPI, str, Path | None]:
-    """A client for the folder or the server, where it is (for messages), and the folder."""
+    """A client for the folder or the server, where it is (for messages), and the folder.
+
+    Raises:
+        InvalidInputError: Both ``path`` and ``server`` were given.
+    """
+    if server and path is not None:
+        raise InvalidInputError(
+            f"Only one of a store folder or a server is allowed, but got both: path {path!s} "
+            f"and server {server!r} (check --store, --server and $RAGBRAIN_SERVER)."
+        )
     if server:
         host, port, ssl = parse_server_url(server)
         return _server_client(server, policy), f"{'https' if ssl else 'http'}://{host}:{port}", None
