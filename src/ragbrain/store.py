@@ -375,6 +375,15 @@ class Store:
 
     # --- end server mode ---
 
+    def embed_query(self, query: str) -> tuple[float, ...]:
+        """The query's vector as searches use it: from a small per-store cache, checked to be
+        finite and not zero."""
+        return self._embed_query(query)
+
+    def forget_queries(self) -> None:
+        """Empty the query-vector cache, so the next searches embed each query afresh."""
+        self._embed_query.cache_clear()
+
     def _embed_query_uncached(self, query: str) -> tuple[float, ...]:
         vector = self.embeddings.embed_query(query)
         if not all(math.isfinite(x) for x in vector) or not any(vector):

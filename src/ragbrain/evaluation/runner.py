@@ -93,20 +93,13 @@ def build_retrievers(
     return retrievers
 
 
-def _forget_queries(store: Store) -> None:
-    """Drop the store's query-embedding cache so every configuration pays for embedding alike."""
-    cache_clear = getattr(getattr(store, "_embed_query", None), "cache_clear", None)
-    if callable(cache_clear):
-        cache_clear()
-
-
 def _trace(docs: list[Document]) -> dict[str, Any]:
     return dict(docs[0].metadata.get(RETRIEVAL_KEY, {})) if docs else {}
 
 
 def run_one(config: Config, retriever: BaseRetriever, query: Query, store: Store) -> QueryRun:
     """Time one retrieval (LangChain ``invoke`` on both sides) and record its decisions."""
-    _forget_queries(store)
+    store.forget_queries()  # every configuration pays for embedding alike
     kwargs: dict[str, Any] = {}
     if query.type_filter and config.kind == "ragbrain":
         kwargs["type_filter"] = query.type_filter
