@@ -110,7 +110,7 @@ def test_other_dimension_is_refused(filled: tuple[Store, list[str]], tmp_path: P
 def test_listings_read_the_store_page_by_page(
     filled: tuple[Store, list[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ragbrain import store as store_module
+    from ragbrain.store import store as store_module
 
     store, texts = filled
     monkeypatch.setattr(store_module, "PAGE", 7)  # 200 chunks: 29 pages, the last one short

@@ -62,8 +62,8 @@ def ingest(
     from ragbrain.embeddings import default_embeddings
     from ragbrain.ingest import ingest as run_ingest
     from ragbrain.progress import progress_reporter
-    from ragbrain.resilience import StorePolicy
     from ragbrain.store import Store
+    from ragbrain.store.resilience import StorePolicy
 
     try:
         policy = StorePolicy.from_env()
@@ -98,8 +98,8 @@ def query(
 ) -> None:
     """Retrieve chunks for TEXT and show every decision the pipeline made."""
     from ragbrain.render import print_json, print_run
-    from ragbrain.resilience import StorePolicy
     from ragbrain.retriever import CorrectiveRetriever
+    from ragbrain.store.resilience import StorePolicy
 
     try:
         retriever = CorrectiveRetriever.from_store(
@@ -143,7 +143,7 @@ def doctor(
     """Check a store: space, dimension, model, counts, self-retrieval, lexical index."""
     from ragbrain.doctor import diagnose
     from ragbrain.embeddings import default_embeddings
-    from ragbrain.resilience import StorePolicy
+    from ragbrain.store.resilience import StorePolicy
 
     try:
         policy = StorePolicy.from_env()

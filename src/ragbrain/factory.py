@@ -10,8 +10,8 @@ from ragbrain.critic import Critic, TransformerCritic, default_critic_path
 from ragbrain.errors import CriticLoadError, StoreNotFoundError
 from ragbrain.graph import build_graph
 from ragbrain.paths import cache_root, default_store_path, sample_notes
-from ragbrain.resilience import StorePolicy
 from ragbrain.store import Store
+from ragbrain.store.resilience import StorePolicy
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings

@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ragbrain import type_index
 from ragbrain.lexical.index import LexicalIndex, LexicalIndexError, fingerprint
+from ragbrain.store import type_index
 
 if TYPE_CHECKING:
     from ragbrain.store import Store
