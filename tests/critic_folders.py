@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from ragbrain.critic.features import FEATURE_NAMES
-from ragbrain.critic.model import CALIBRATION_FILE, FEATURES_FILE, WEIGHTS_FILE
+from ragbrain.critic.folder import CALIBRATION_FILE, FEATURES_FILE, WEIGHTS_FILE
 
 COLUMNS = 1 + len(FEATURE_NAMES)
 
@@ -81,7 +81,7 @@ def with_distance_layer(folder: Path, **changes: object) -> Path:
 def list_aware(folder: Path, **weights: float) -> Path:
     """Make the folder's plain layer list-aware (``PLAIN_LIST_INPUTS``), weighing only the
     named columns (the rest 0)."""
-    from ragbrain.critic.model import PLAIN_LIST_INPUTS
+    from ragbrain.critic.folder import PLAIN_LIST_INPUTS
 
     edit_calibration(
         folder,

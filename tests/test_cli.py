@@ -96,7 +96,7 @@ def test_graph_prints_mermaid() -> None:
     result = runner.invoke(app, ["graph"])
     assert (
         result.exit_code == 0
-        and "vector_search -. &nbsp;widen&nbsp; .-> fallback_search" in result.stdout
+        and "assess_quality -. &nbsp;widen&nbsp; .-> fallback_search" in result.stdout
     )
 
 
@@ -150,7 +150,7 @@ def test_critic_train_refuses_a_bad_setting(tmp_path: Path, option: str, value: 
 def test_critic_train_passes_its_settings_into_the_recipe(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import ragbrain.critic.sources
+    import ragbrain.critic.training.sources
 
     seen: list[Any] = []
 
@@ -158,7 +158,7 @@ def test_critic_train_passes_its_settings_into_the_recipe(
         seen.append(recipe)
         raise InvalidInputError("stopped after reading the settings")
 
-    monkeypatch.setattr(ragbrain.critic.sources, "from_beir", stop)
+    monkeypatch.setattr(ragbrain.critic.training.sources, "from_beir", stop)
     args = ["critic", "train", "--out", str(tmp_path / "c"), "--data", str(tmp_path)]
     result = runner.invoke(app, [*args, "--layers", "4", "--score-length", "80", "--seed", "5"])
     assert result.exit_code != 0 and "stopped after reading the settings" in result.output

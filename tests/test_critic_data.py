@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from ragbrain.critic.data import NoTrainingDataError, groups, is_dev
-from ragbrain.critic.metrics import keep_stats, roc_auc, threshold_for_recall
-from ragbrain.critic.recipe import Recipe
-from ragbrain.critic.report import markdown, plot, write_json
-from ragbrain.critic.sources import data_folder, from_beir, from_corpus, pseudo_query
+from ragbrain.critic.training.critic_report import markdown, plot, write_json
+from ragbrain.critic.training.data import NoTrainingDataError, groups, is_dev
+from ragbrain.critic.training.keep_metrics import keep_stats, roc_auc, threshold_for_recall
+from ragbrain.critic.training.recipe import Recipe
+from ragbrain.critic.training.sources import data_folder, from_beir, from_corpus, pseudo_query
 from ragbrain.errors import InvalidInputError
 from tests.fakes import BagOfWordsEmbeddings
 
@@ -100,7 +100,7 @@ def test_the_threshold_is_chosen_on_what_the_retriever_hands_the_critic(
 
 
 def test_a_set_without_relevant_dev_chunks_does_not_set_the_threshold() -> None:
-    from ragbrain.critic.calibrate import choose_threshold
+    from ragbrain.critic.training.layers import choose_threshold
 
     scores = [0.9, 0.2, 0.1, 0.05]
     labels = [True, False, False, False]
@@ -113,7 +113,7 @@ def test_a_set_without_relevant_dev_chunks_does_not_set_the_threshold() -> None:
 def test_row_weights_in_the_layer_fit() -> None:
     import torch
 
-    from ragbrain.critic.calibrate import fit_combiner
+    from ragbrain.critic.training.layers import fit_combiner
 
     generator = torch.Generator().manual_seed(0)
     x = torch.randn(60, 2, generator=generator)
@@ -159,7 +159,7 @@ def test_dev_assignment_is_stable() -> None:
 
 
 def test_judged_negatives_without_positive_make_pointwise_groups() -> None:
-    from ragbrain.critic.data import QueryCandidates
+    from ragbrain.critic.training.data import QueryCandidates
 
     item = QueryCandidates("cosqa", "q", "sort a list", (), (), ("def f(): pass",))
     made = groups([item], ["x"], hard=2, random_negatives=1, positives_per_query=1, seed=0)
@@ -188,7 +188,7 @@ def test_pseudo_queries(text: str, title: str, expected: str | None) -> None:
 def test_from_corpus_mines_pseudo_queries_from_the_notes(
     notes_dir: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ragbrain.critic import sources
+    from ragbrain.critic.training import sources
 
     # Chunk ids hash the notes' (temporary) folder, so the hashed dev split would change from
     # run to run: every other query, in the order they are assigned, is dev here instead.
@@ -283,7 +283,7 @@ class PagedVectors:
 def test_exact_nearest_is_a_full_scan_in_any_page_size(monkeypatch: pytest.MonkeyPatch) -> None:
     import numpy
 
-    from ragbrain.critic import data
+    from ragbrain.critic.training import data
 
     rng = numpy.random.default_rng(0)
     vectors = {f"c{i:02d}": rng.standard_normal(8).tolist() for i in range(40)}

@@ -12,7 +12,7 @@ import pytest
 
 from ragbrain.critic import TransformerCritic, keep_mask
 from ragbrain.critic.features import FEATURE_NAMES
-from ragbrain.critic.model import CALIBRATION_FILE, FEATURES_FILE, WEIGHTS_FILE
+from ragbrain.critic.folder import CALIBRATION_FILE, FEATURES_FILE, WEIGHTS_FILE
 from ragbrain.errors import CriticLoadError
 from ragbrain.factory import resolve_critic
 from ragbrain.graph import build_graph

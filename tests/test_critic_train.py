@@ -11,24 +11,24 @@ from pathlib import Path
 
 import pytest
 
-from ragbrain.critic.data import (
-    Candidate,
-    Group,
-    NoTrainingDataError,
-    QueryCandidates,
-    check_usable,
-)
-from ragbrain.critic.model import (
+from ragbrain.critic.folder import (
     CALIBRATION_FILE,
     DISTANCE_INPUTS,
     DISTANCE_LIST_INPUTS,
     PLAIN_INPUTS,
     PLAIN_LIST_INPUTS,
     WEIGHTS_FILE,
-    TransformerCritic,
 )
-from ragbrain.critic.recipe import Recipe
-from ragbrain.critic.train import train_critic, work_dir
+from ragbrain.critic.model import TransformerCritic
+from ragbrain.critic.training.data import (
+    Candidate,
+    Group,
+    NoTrainingDataError,
+    QueryCandidates,
+    check_usable,
+)
+from ragbrain.critic.training.recipe import Recipe
+from ragbrain.critic.training.train import train_critic, work_dir
 
 TOPICS = {
     "redis": "redis cache stampede after the deploy expired every key at once",
@@ -239,8 +239,8 @@ def test_unusable_training_data_stops_early(made: list[Group], match: str) -> No
 def test_eval_judges_the_retrievers_candidates(
     trained: Path, tmp_path: Path, candidates: str
 ) -> None:
-    from ragbrain.critic.evaluate import evaluate
-    from ragbrain.critic.report import markdown
+    from ragbrain.critic.training.critic_eval import evaluate
+    from ragbrain.critic.training.critic_report import markdown
     from tests.fakes import BagOfWordsEmbeddings
     from tests.test_beir import make_folder
 
@@ -320,8 +320,8 @@ def _labelled_folder(root: Path) -> Path:
 def test_recalibrating_refits_the_layers_and_keeps_the_weights(
     trained: Path, tmp_path: Path
 ) -> None:
-    from ragbrain.critic.sources import retrieved_lists
-    from ragbrain.critic.train import recalibrate
+    from ragbrain.critic.training.sources import retrieved_lists
+    from ragbrain.critic.training.train import recalibrate
     from tests.fakes import BagOfWordsEmbeddings
 
     folder = _labelled_folder(tmp_path / "tiny")
@@ -348,8 +348,8 @@ def test_recalibrating_refits_the_layers_and_keeps_the_weights(
 def test_recalibrating_refuses_what_it_cannot_do_and_writes_nothing(
     trained: Path, tmp_path: Path
 ) -> None:
-    from ragbrain.critic.sources import retrieved_lists
-    from ragbrain.critic.train import recalibrate
+    from ragbrain.critic.training.sources import retrieved_lists
+    from ragbrain.critic.training.train import recalibrate
     from ragbrain.errors import InvalidInputError
     from tests.fakes import BagOfWordsEmbeddings
 

@@ -127,3 +127,16 @@ def test_every_module_imports_first_in_a_fresh_interpreter() -> None:
         [sys.executable, "-c", code, *names], capture_output=True, text=True, check=False
     )
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_the_runtime_never_imports_training_or_evaluation() -> None:
+    """Training and evaluation sit beside the runtime and import it, never the reverse; only
+    the command line reaches both."""
+    known = module_names()
+    beside = ("ragbrain.critic.training", "ragbrain.evaluation")
+    runtime = [n for n in known if not n.startswith(beside) and n != "ragbrain.cli"]
+    reaching = {
+        name: sorted(m for m in imports_of(name, known[name], known) if m.startswith(beside))
+        for name in runtime
+    }
+    assert {name: found for name, found in reaching.items() if found} == {}

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ragbrain.critic.metrics import precision_recall_curve
+from ragbrain.critic.training.keep_metrics import precision_recall_curve
 
 
 def _pct(value: float) -> str:

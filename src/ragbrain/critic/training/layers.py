@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ragbrain.critic.metrics import keep_stats, roc_auc, threshold_for_recall
+from ragbrain.critic.training.keep_metrics import keep_stats, roc_auc, threshold_for_recall
 
 if TYPE_CHECKING:
     import torch
@@ -60,15 +60,6 @@ def fit_combiner(
         "weights": coef.detach().tolist(),
         "bias": float(bias.detach()),
     }
-
-
-def combine(x: torch.Tensor, combiner: dict[str, Any]) -> torch.Tensor:
-    """Probabilities from a combiner's input columns (``TransformerCritic.score`` uses it)."""
-    import torch
-
-    z = (x - torch.tensor(combiner["mean"])) / torch.tensor(combiner["scale"])
-    probs: torch.Tensor = (z @ torch.tensor(combiner["weights"]) + combiner["bias"]).sigmoid()
-    return probs
 
 
 def choose_threshold(

@@ -16,10 +16,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragbrain.critic.calibrate import choose_threshold, combine, fit_combiner
-from ragbrain.critic.data import Group, NoTrainingDataError, QueryCandidates
+from ragbrain.critic.combiner import combine
 from ragbrain.critic.features import LexicalFeatures, document_frequencies, list_columns
-from ragbrain.critic.model import (
+from ragbrain.critic.folder import (
     CALIBRATION_FILE,
     DISTANCE_INPUTS,
     DISTANCE_LIST_INPUTS,
@@ -29,12 +28,14 @@ from ragbrain.critic.model import (
     PLAIN_LIST_INPUTS,
     WEIGHTS_FILE,
     WITH_DISTANCE,
-    TransformerCritic,
     quantized,
     read_calibration,
     read_tensors,
 )
-from ragbrain.critic.recipe import Recipe
+from ragbrain.critic.model import TransformerCritic
+from ragbrain.critic.training.data import Group, NoTrainingDataError, QueryCandidates
+from ragbrain.critic.training.layers import choose_threshold, fit_combiner
+from ragbrain.critic.training.recipe import Recipe
 from ragbrain.embeddings import minilm_path, set_offline
 from ragbrain.errors import CriticLoadError, InvalidInputError
 

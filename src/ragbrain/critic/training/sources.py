@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ragbrain.critic.data import (
+from ragbrain.critic.training.data import (
     Group,
     NoTrainingDataError,
     QueryCandidates,
@@ -21,7 +21,7 @@ from ragbrain.critic.data import (
     is_dev,
     mine,
 )
-from ragbrain.critic.recipe import Recipe
+from ragbrain.critic.training.recipe import Recipe
 from ragbrain.errors import InvalidInputError
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragbrain.critic.metrics import keep_stats, roc_auc, threshold_for_recall
+from ragbrain.critic.training.keep_metrics import keep_stats, roc_auc, threshold_for_recall
 from ragbrain.state import Hit
 
 if TYPE_CHECKING:

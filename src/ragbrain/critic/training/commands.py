@@ -49,10 +49,10 @@ def run_train(
     layers: int | None = None,
 ) -> None:
     """Mine pairs, train, calibrate and save; print where the critic went and its dev figures."""
-    from ragbrain.critic.recipe import Recipe
-    from ragbrain.critic.sources import from_beir
-    from ragbrain.critic.sources import from_corpus as pseudo
-    from ragbrain.critic.train import train_critic
+    from ragbrain.critic.training.recipe import Recipe
+    from ragbrain.critic.training.sources import from_beir
+    from ragbrain.critic.training.sources import from_corpus as pseudo
+    from ragbrain.critic.training.train import train_critic
     from ragbrain.embeddings import default_embeddings, model_name_of
 
     if bool(data) == (from_corpus is not None):
@@ -96,7 +96,7 @@ def run_train(
 
 def _report(out_dir: Path, calibration: dict[str, Any]) -> None:
     """Where the critic went, its thresholds and each layer's dev figures."""
-    from ragbrain.critic.model import WITH_DISTANCE
+    from ragbrain.critic.folder import WITH_DISTANCE
 
     layer = calibration[WITH_DISTANCE]
     out.print(
@@ -120,10 +120,10 @@ def run_calibrate(
     seed: int | None,
 ) -> None:
     """Recalibrate a critic's layers on labelled queries of other data; save and report."""
-    from ragbrain.critic.model import default_critic_path
-    from ragbrain.critic.recipe import Recipe
-    from ragbrain.critic.sources import data_folder, retrieved_lists
-    from ragbrain.critic.train import check_destination, recalibrate
+    from ragbrain.critic.folder import default_critic_path
+    from ragbrain.critic.training.recipe import Recipe
+    from ragbrain.critic.training.sources import data_folder, retrieved_lists
+    from ragbrain.critic.training.train import check_destination, recalibrate
     from ragbrain.embeddings import default_embeddings, model_name_of
 
     if not data:
@@ -164,9 +164,9 @@ def run_eval(
     candidates: str = "hybrid",
 ) -> None:
     """Evaluate on each folder; write critic-eval.md/.json/.png into ``out_dir``."""
-    from ragbrain.critic.evaluate import evaluate, load_timed
-    from ragbrain.critic.model import default_critic_path
-    from ragbrain.critic.report import markdown, plot, write_json
+    from ragbrain.critic.folder import default_critic_path
+    from ragbrain.critic.training.critic_eval import evaluate, load_timed
+    from ragbrain.critic.training.critic_report import markdown, plot, write_json
     from ragbrain.embeddings import default_embeddings
 
     embeddings = default_embeddings()
