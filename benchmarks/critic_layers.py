@@ -98,7 +98,7 @@ def rows_for(
     import torch
     from safetensors.torch import load_file, save_file
 
-    from ragbrain.critic.training.train import dev_inputs
+    from ragbrain.critic.training.layers import dev_inputs
 
     calibration = (critic.folder / "calibration.json").read_bytes()
     key = hashlib.sha256(calibration + f"{name}|{test_queries}".encode()).hexdigest()[:16]

@@ -16,16 +16,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragbrain.critic.combiner import combine
-from ragbrain.critic.features import LexicalFeatures, document_frequencies, list_columns
+from ragbrain.critic.features import LexicalFeatures, document_frequencies
 from ragbrain.critic.folder import (
     CALIBRATION_FILE,
-    DISTANCE_INPUTS,
-    DISTANCE_LIST_INPUTS,
     FEATURES_FILE,
     MINILM_BASE,
-    PLAIN_INPUTS,
-    PLAIN_LIST_INPUTS,
     WEIGHTS_FILE,
     WITH_DISTANCE,
     quantized,
@@ -34,7 +29,7 @@ from ragbrain.critic.folder import (
 )
 from ragbrain.critic.model import TransformerCritic
 from ragbrain.critic.training.data import Group, NoTrainingDataError, QueryCandidates
-from ragbrain.critic.training.layers import choose_threshold, fit_combiner
+from ragbrain.critic.training.layers import fit_layers, tokenize_pairs
 from ragbrain.critic.training.recipe import Recipe
 from ragbrain.embeddings import minilm_path, set_offline
 from ragbrain.errors import CriticLoadError, InvalidInputError
@@ -66,17 +61,6 @@ def new_model(recipe: Recipe, base: Path) -> Any:
     model.load_state_dict({k: tensors.get(k, v) for k, v in state.items()}, strict=True)
     model.get_input_embeddings().weight.requires_grad_(False)
     return model
-
-
-def _tokenize(tokenizer: Any, queries: Sequence[str], texts: Sequence[str], max_length: int) -> Any:
-    return tokenizer(
-        list(queries),
-        list(texts),
-        truncation="longest_first",
-        max_length=max_length,
-        padding=True,
-        return_tensors="pt",
-    )
 
 
 def _loss(logits: torch.Tensor, batch: Sequence[Group], bce_weight: float) -> torch.Tensor:
@@ -178,7 +162,7 @@ def fit(
             batch = order[step * recipe.batch_groups : (step + 1) * recipe.batch_groups]
             queries = [g.query for g in batch for _ in g.texts]
             texts = [t for g in batch for t in g.texts]
-            inputs = _tokenize(tokenizer, queries, texts, recipe.max_length)
+            inputs = tokenize_pairs(tokenizer, queries, texts, recipe.max_length)
             logits = model(**inputs).logits[:, 0]
             loss = _loss(logits, batch, recipe.bce_weight)
             optimizer.zero_grad()
@@ -194,98 +178,6 @@ def fit(
         _save_trainable(model, work / CHECKPOINT / WEIGHTS_FILE)
         state_file.write_text(json.dumps({"epochs_done": epoch + 1, "key": key}), encoding="utf-8")
     model.eval()
-
-
-def dev_inputs(
-    model: Any,
-    tokenizer: Any,
-    features: LexicalFeatures,
-    dev: Sequence[QueryCandidates],
-    recipe: Recipe,
-    progress: Progress | None = None,
-) -> tuple[torch.Tensor, list[bool], list[str]]:
-    """Combiner inputs (``DISTANCE_LIST_INPUTS``: the plain layer's columns, the candidate's
-    cosine distance, then the list columns of its query's list), labels and data-set names for
-    every dev query's top-``eval_k`` hits, in their order."""
-    import torch
-
-    rows, labels, sets = [], [], []
-    with torch.inference_mode():
-        for done, item in enumerate(dev, start=1):
-            hits = item.candidates[: recipe.eval_k]
-            if hits:
-                texts = [c.text for c in hits]
-                logits = model(
-                    **_tokenize(tokenizer, [item.query] * len(texts), texts, recipe.score_length)
-                ).logits[:, :1]
-                q_ids = tokenizer(item.query, add_special_tokens=False)["input_ids"]
-                p_ids = tokenizer(texts, add_special_tokens=False, truncation=True, max_length=512)[
-                    "input_ids"
-                ]
-                distances = torch.tensor([[c.distance] for c in hits])
-                x = torch.cat([logits, features.rows(q_ids, p_ids), distances], dim=1)
-                rows.append(torch.cat([x, list_columns(x, DISTANCE_INPUTS)], dim=1))
-                labels += [c.relevant for c in hits]
-                sets += [item.dataset] * len(hits)
-            if progress:
-                progress(done, len(dev))
-    return torch.cat(rows), labels, sets
-
-
-def fit_layers(
-    scorer: Any,
-    tokenizer: Any,
-    features: LexicalFeatures,
-    dev: Sequence[QueryCandidates],
-    dev_seen: Sequence[QueryCandidates] | None,
-    recipe: Recipe,
-    embedding_model: str | None,
-    progress: Callable[[str], Progress | None] = lambda _label: None,
-) -> dict[str, Any]:
-    """Fit a critic's logistic layers and choose their thresholds (see ``train_critic``).
-
-    Returns:
-        The calibration keys they own: ``threshold``, ``combiner`` and ``dev`` of the plain
-        layer, and ``with_distance`` when ``embedding_model`` is given.
-    """
-    import torch
-
-    x, labels, sets = dev_inputs(
-        scorer,
-        tokenizer,
-        features,
-        dev if dev_seen is None else dev_seen,
-        recipe,
-        progress("calibrating"),
-    )
-    layouts: dict[str, tuple[str, ...]] = {
-        "plain": PLAIN_LIST_INPUTS if recipe.list_features else PLAIN_INPUTS
-    }
-    if embedding_model is not None:
-        layouts["distance"] = DISTANCE_LIST_INPUTS if recipe.list_features else DISTANCE_INPUTS
-    # A list-aware layer learns on the lists it will judge (the retriever's hybrid top eval_k:
-    # the mined dense lists are another kind of list); a per-pair layer on the mined candidates.
-    fit_x, fit_labels = x, labels
-    if not recipe.list_features and dev_seen is not None and dev:
-        fit_x, fit_labels, _ = dev_inputs(
-            scorer, tokenizer, features, dev, recipe, progress("fitting the layers")
-        )
-    y = torch.tensor(fit_labels, dtype=torch.float32)
-    chosen = {}
-    for name, layout in layouts.items():
-        combiner = fit_combiner(_columns(fit_x, layout), y, layout)
-        scores = combine(_columns(x, layout), combiner).tolist()
-        threshold, report = choose_threshold(scores, labels, sets, recipe.target_recall)
-        chosen[name] = {"threshold": threshold, "combiner": combiner, "dev": report}
-    layers: dict[str, Any] = dict(chosen["plain"])
-    if embedding_model is not None:
-        layers[WITH_DISTANCE] = {"embedding_model": embedding_model, **chosen["distance"]}
-    return layers
-
-
-def _columns(x: torch.Tensor, names: Sequence[str]) -> torch.Tensor:
-    """The columns ``names`` of ``dev_inputs`` rows."""
-    return x[:, [DISTANCE_LIST_INPUTS.index(name) for name in names]]
 
 
 def save_critic(
