@@ -1,4 +1,4 @@
-"""A process that ingests on command, for the SIGKILL tests: `python -m tests.ingest_worker
+"""A process that ingests on command, for the SIGKILL tests: `python -m tests.support.ingest_worker
 STORE NOTES` reads `ingest`, `dump` and `quit` lines on stdin and answers one line each."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import time
 
 from ragbrain.ingest import ingest
 from ragbrain.store import Store
-from tests.fakes import BagOfWordsEmbeddings
+from tests.support.fakes import BagOfWordsEmbeddings
 
 EMBED_PAUSE = 0.05  # per batch of chunks, so that a kill lands mid-run
 

@@ -14,8 +14,8 @@ from ragbrain.evaluation.calibrate import labelled_samples, pseudo_query, pseudo
 from ragbrain.evaluation.calibrate_run import run_calibration
 from ragbrain.retriever import CorrectiveRetriever
 from ragbrain.store import Store
-from tests.fakes import BagOfWordsEmbeddings
-from tests.test_beir import make_folder
+from tests.support.beir_folders import make_folder
+from tests.support.fakes import BagOfWordsEmbeddings
 
 
 def test_pseudo_query_title_and_first_sentence() -> None:

@@ -15,7 +15,7 @@ from ragbrain.ingest import ingest
 from ragbrain.ingest.chunks import chunk_note
 from ragbrain.ingest.files import read_note
 from ragbrain.store import Store
-from tests.fakes import BagOfWordsEmbeddings
+from tests.support.fakes import BagOfWordsEmbeddings
 
 WORDS = st.sampled_from(["redis", "cache", "backup", "alembic", "queue", "helm", "s3", "db"])
 TEXTS = st.lists(WORDS, min_size=0, max_size=400).map(" ".join)  # empty, one or several chunks

@@ -11,7 +11,7 @@ import pytest
 from ragbrain.lexical.index import LexicalIndex
 from ragbrain.lexical.sync import LexicalSearcher
 from ragbrain.store import Store, type_index
-from tests.fakes import BagOfWordsEmbeddings, write_behind_its_back
+from tests.support.fakes import BagOfWordsEmbeddings, write_behind_its_back
 
 RARE = frozenset({"rare"})
 

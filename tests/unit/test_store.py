@@ -11,7 +11,7 @@ import pytest
 
 from ragbrain.errors import InvalidInputError, StoreMismatchError, StoreNotFoundError
 from ragbrain.store import COLLECTION, Store
-from tests.fakes import BagOfWordsEmbeddings
+from tests.support.fakes import BagOfWordsEmbeddings
 
 WORDS = ("redis", "cache", "postgres", "backup", "deploy", "alembic")
 WORDS += ("celery", "queue", "timeout", "helm", "s3", "index")

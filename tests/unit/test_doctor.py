@@ -9,7 +9,7 @@ import pytest
 from ragbrain.doctor import Finding, diagnose
 from ragbrain.store import COLLECTION, Store
 from ragbrain.store.connect import embedded_client as _client
-from tests.fakes import BagOfWordsEmbeddings
+from tests.support.fakes import BagOfWordsEmbeddings
 
 
 def problems(findings: list[Finding]) -> dict[str, Finding]:

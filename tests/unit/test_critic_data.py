@@ -17,7 +17,7 @@ from ragbrain.critic.training.keep_metrics import keep_stats, roc_auc, threshold
 from ragbrain.critic.training.recipe import Recipe
 from ragbrain.critic.training.sources import data_folder, from_beir, from_corpus, pseudo_query
 from ragbrain.errors import InvalidInputError
-from tests.fakes import BagOfWordsEmbeddings
+from tests.support.fakes import BagOfWordsEmbeddings
 
 DOCS = {
     "d1": "redis cache stampede after deploy",

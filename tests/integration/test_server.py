@@ -15,8 +15,8 @@ import pytest
 from ragbrain import RETRIEVAL_KEY, CorrectiveRetriever, StorePolicy, StoreUnavailableError
 from ragbrain.ingest import ingest
 from ragbrain.store import COLLECTION, Store
-from tests.chroma_server import ChromaServer, free_port
-from tests.fakes import BagOfWordsEmbeddings
+from tests.support.chroma_server import ChromaServer, free_port
+from tests.support.fakes import BagOfWordsEmbeddings
 
 pytestmark = [pytest.mark.slow, pytest.mark.faults]
 

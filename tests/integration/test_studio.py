@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
 import signal
 import socket
@@ -17,7 +19,7 @@ import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 LANGGRAPH = Path(sys.executable).parent / "langgraph"
 # The server imports the graph module, which loads the embedding model: slow on a busy CI box.
 START_TIMEOUT_S = 300.0
@@ -136,3 +138,21 @@ def test_a_run_through_the_http_api_uses_the_context(studio: Studio) -> None:
     assert strict["verdict"] == "poor"
     log = studio.log.read_text(errors="replace")
     assert "BlockingError" not in log and "Blocking call" not in log
+
+
+@pytest.mark.slow
+def test_every_graph_in_langgraph_json_imports(
+    sample_store_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAGBRAIN_STORE", str(sample_store_path))
+    config = json.loads((REPO / "langgraph.json").read_text(encoding="utf-8"))
+    assert config["graphs"]
+    for name, target in config["graphs"].items():
+        file, attribute = target.rsplit(":", 1)
+        spec = importlib.util.spec_from_file_location(f"studio_{name}", REPO / file)
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        graph = getattr(module, attribute)
+        out = graph.invoke({"query": "redis cache stampede", "type_filter": None})
+        assert out["documents"] and out["verdict"] == "good"

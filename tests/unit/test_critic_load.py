@@ -18,7 +18,7 @@ from ragbrain.factory import resolve_critic
 from ragbrain.graph import build_graph
 from ragbrain.retriever import CorrectiveRetriever
 from ragbrain.store import Store
-from tests.critic_folders import (
+from tests.support.critic_folders import (
     COLUMNS,
     DISTANCE_MODEL,
     edit_calibration,
@@ -26,7 +26,7 @@ from tests.critic_folders import (
     make_critic,
     with_distance_layer,
 )
-from tests.fakes import BagOfWordsEmbeddings
+from tests.support.fakes import BagOfWordsEmbeddings
 
 
 def _truncate(folder: Path) -> None:

@@ -16,7 +16,7 @@ from ragbrain import RETRIEVAL_KEY, CorrectiveRetriever, build_graph
 from ragbrain.ingest import ingest
 from ragbrain.state import Hit
 from ragbrain.store import Store
-from tests.fakes import NOTES, BagOfWordsEmbeddings
+from tests.support.fakes import NOTES, BagOfWordsEmbeddings
 
 pytestmark = pytest.mark.faults
 

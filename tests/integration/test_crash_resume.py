@@ -17,12 +17,12 @@ import pytest
 from ragbrain.errors import StoreLockedError
 from ragbrain.ingest import ingest
 from ragbrain.store import Store
-from tests.fakes import BagOfWordsEmbeddings
+from tests.support.fakes import BagOfWordsEmbeddings
 
 pytestmark = [pytest.mark.slow, pytest.mark.faults]
 
 TRIALS = 5
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 VOCAB = [
     "redis",
     "cache",
@@ -50,12 +50,12 @@ VOCAB = [
 
 
 class Worker:
-    """``python -m tests.ingest_worker``: one line in, one line out."""
+    """``python -m tests.support.ingest_worker``: one line in, one line out."""
 
     def __init__(self, store: Path, notes: Path) -> None:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.ingest_worker", str(store), str(notes)],
+            [sys.executable, "-m", "tests.support.ingest_worker", str(store), str(notes)],
             cwd=ROOT,
             env=env,
             stdin=subprocess.PIPE,

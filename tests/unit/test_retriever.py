@@ -22,7 +22,7 @@ from ragbrain import (
     build_graph,
 )
 from ragbrain.store import Store
-from tests.fakes import BagOfWordsEmbeddings, OverlapCritic
+from tests.support.fakes import BagOfWordsEmbeddings, OverlapCritic
 
 TRACE_KEYS = {
     "distance",

@@ -1,6 +1,6 @@
 """ragbrain's MCP server over a store of the fake model, whose store crashes when searched.
 
-Run as ``python -m tests.mcp_fake_server STORE [ALLOWED_DIR ...]``. Any search that reaches
+Run as ``python -m tests.support.mcp_fake_server STORE [ALLOWED_DIR ...]``. Any search that reaches
 the store raises an internal error carrying SECRET: a bad argument must be refused before
 that, and the crash itself must reach the client without SECRET or a traceback.
 """
@@ -14,7 +14,7 @@ from typing import NoReturn
 
 from ragbrain.mcp_server import RagbrainService, serve
 from ragbrain.store import Store
-from tests.fakes import BagOfWordsEmbeddings
+from tests.support.fakes import BagOfWordsEmbeddings
 
 SECRET = "internal detail: /srv/secret/path must stay on the server"
 

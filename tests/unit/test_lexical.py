@@ -16,7 +16,7 @@ from ragbrain.lexical import detect_language, tokenize
 from ragbrain.lexical.index import LexicalIndex, LexicalIndexError
 from ragbrain.lexical.sync import LexicalSearcher, index_path, sync_lexical
 from ragbrain.store import Store
-from tests.fakes import NOTES
+from tests.support.fakes import NOTES
 
 
 # --- tokenization ---

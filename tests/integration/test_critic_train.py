@@ -241,8 +241,8 @@ def test_eval_judges_the_retrievers_candidates(
 ) -> None:
     from ragbrain.critic.training.critic_eval import evaluate
     from ragbrain.critic.training.critic_report import markdown
-    from tests.fakes import BagOfWordsEmbeddings
-    from tests.test_beir import make_folder
+    from tests.support.beir_folders import make_folder
+    from tests.support.fakes import BagOfWordsEmbeddings
 
     data = make_folder(tmp_path / "tiny")
     critic = TransformerCritic(trained)
@@ -308,7 +308,7 @@ def test_a_rerun_that_changes_only_the_score_length_recalibrates(
 
 def _labelled_folder(root: Path) -> Path:
     """The tiny BEIR folder of test_beir, its judged queries also given as a train split."""
-    from tests.test_beir import make_folder
+    from tests.support.beir_folders import make_folder
 
     folder = make_folder(root)
     (folder / "qrels" / "train.tsv").write_text(
@@ -322,7 +322,7 @@ def test_recalibrating_refits_the_layers_and_keeps_the_weights(
 ) -> None:
     from ragbrain.critic.training.sources import retrieved_lists
     from ragbrain.critic.training.train import recalibrate
-    from tests.fakes import BagOfWordsEmbeddings
+    from tests.support.fakes import BagOfWordsEmbeddings
 
     folder = _labelled_folder(tmp_path / "tiny")
     lists, sources = retrieved_lists([folder], BagOfWordsEmbeddings(), RECIPE)
@@ -351,7 +351,7 @@ def test_recalibrating_refuses_what_it_cannot_do_and_writes_nothing(
     from ragbrain.critic.training.sources import retrieved_lists
     from ragbrain.critic.training.train import recalibrate
     from ragbrain.errors import InvalidInputError
-    from tests.fakes import BagOfWordsEmbeddings
+    from tests.support.fakes import BagOfWordsEmbeddings
 
     _, dev, _ = synthetic()
     occupied = tmp_path / "occupied"

@@ -18,11 +18,11 @@ from ragbrain.ingest import ingest
 from ragbrain.mcp_server import RagbrainService
 from ragbrain.mcp_server.schemas import MAX_TEXT_CHARS, clean_text, finite_or_none
 from ragbrain.store import Store
-from tests.fakes import NOTES, BagOfWordsEmbeddings
-from tests.mcp_client import McpClient, connect
-from tests.mcp_fake_server import SECRET
+from tests.support.fakes import NOTES, BagOfWordsEmbeddings
+from tests.support.mcp_client import McpClient, connect
+from tests.support.mcp_fake_server import SECRET
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 RAGBRAIN = Path(sys.executable).parent / "ragbrain"
 QUERY = "Why did the nightly database backup fail?"
 CRASH = "Error executing tool search"  # all the SDK says about an unexpected exception
@@ -110,7 +110,7 @@ def test_stats_name_the_critic_as_the_retriever_uses_it(
     tmp_path: Path, notes_dir: Path, fake_embeddings: BagOfWordsEmbeddings
 ) -> None:
     from ragbrain.critic import TransformerCritic
-    from tests.critic_folders import make_critic, with_distance_layer
+    from tests.support.critic_folders import make_critic, with_distance_layer
 
     ingest(notes_dir, Store.open(tmp_path / "store", fake_embeddings, create=True))
     folder = with_distance_layer(make_critic(tmp_path / "critic"))  # learned bag-of-words-64
@@ -272,7 +272,7 @@ def test_stdout_carries_only_protocol_messages_and_models_load_once(real: Spawne
 
 @pytest.fixture(scope="module")
 def fake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Spawned]:
-    """The fake server (tests/mcp_fake_server.py) with one allowed folder beside an outside one."""
+    """The fake server (support/mcp_fake_server.py): one allowed folder beside an outside one."""
     base = tmp_path_factory.mktemp("mcp-fake")
     allowed, outside = base / "allowed", base / "outside"
     for relative, text in NOTES.items():
@@ -285,7 +285,7 @@ def fake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Spawned]:
     Store.open(base / "store", BagOfWordsEmbeddings(), create=True)
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "tests.mcp_fake_server", str(base / "store"), str(allowed)],
+        args=["-m", "tests.support.mcp_fake_server", str(base / "store"), str(allowed)],
         cwd=str(REPO),
     )
     with (base / "stderr.log").open("w") as errlog, connect(params, errlog) as client:

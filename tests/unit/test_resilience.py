@@ -25,7 +25,7 @@ from ragbrain.errors import (
 )
 from ragbrain.store import Store, parse_server_url
 from ragbrain.store.resilience import StorePolicy, attempt_timeout, call, is_transient
-from tests.fakes import BagOfWordsEmbeddings
+from tests.support.fakes import BagOfWordsEmbeddings
 
 pytestmark = pytest.mark.faults
 

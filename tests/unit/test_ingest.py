@@ -11,7 +11,7 @@ import pytest
 from ragbrain.ingest import find_notes, ingest
 from ragbrain.ingest.files import split_front_matter
 from ragbrain.store import Store
-from tests.fakes import NOTES
+from tests.support.fakes import NOTES
 
 
 def snapshot(store: Store) -> dict[str, tuple[str, str]]:
