@@ -160,6 +160,12 @@ def _candidates(root: Path) -> Iterator[Path | Skipped]:
             yield path
 
 
+def list_candidates(root: Path) -> list[Path | Skipped]:
+    """The note files under the folder ``root`` as ``find_notes`` walks it (without reading
+    them), and the links it refuses; for the watcher, which rereads only what changed."""
+    return list(_candidates(root))
+
+
 def find_notes(
     path: Path, type_: str | None = None, max_bytes: int = MAX_BYTES
 ) -> tuple[Path, list[NoteFile], list[Skipped]]:
