@@ -486,6 +486,9 @@ def mcp(
         typer.Option("--allow", help="A folder the ingest tool may read (repeatable)."),
     ] = None,
     critic: Annotated[bool, typer.Option(help="Run the critic (when one is installed).")] = True,
+    watch: Annotated[
+        bool, typer.Option("--watch", help="Keep the --allow folders in step, as `watch` does.")
+    ] = False,
 ) -> None:
     """Serve search, ingest and stats to AI coding agents over MCP (stdio).
 
@@ -500,7 +503,9 @@ def mcp(
         stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s: %(message)s"
     )
     try:
-        service = RagbrainService(store, allowed=allow or [], critic="default" if critic else None)
+        service = RagbrainService(
+            store, allowed=allow or [], critic="default" if critic else None, watch=watch
+        )
     except RagbrainError as exc:
         raise _fail(exc) from exc
     serve(service)
