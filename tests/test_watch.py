@@ -433,3 +433,42 @@ def test_sigkill_during_a_burst_then_restart_matches_a_clean_ingest(tmp_path: Pa
         assert state["chunks"] == clean_run(notes, tmp_path / f"clean-{trial}"), trial
         assert state["count"] == len(state["chunks"]) and state["missed"] == []
     worker.quit()
+
+
+# --- the command line ---
+
+
+@pytest.mark.slow
+def test_watch_command_ingests_follows_and_stops_on_ctrl_c(notes_dir: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "PYTHONUNBUFFERED": "1"}
+    command = [sys.executable, "-c", "from ragbrain.cli import app; app()", "watch", str(notes_dir)]
+    process = subprocess.Popen(
+        [*command, "--store", str(tmp_path / "s"), "--debounce", "0.1"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert process.stdout is not None
+    seen: list[str] = []
+
+    def until(text: str) -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            line = process.stdout.readline()  # type: ignore[union-attr]
+            assert line, f"watch exited ({process.poll()}): {seen}"
+            seen.append(line.strip())
+            if text in line:
+                return
+        raise AssertionError(f"no {text!r} in {seen}")
+
+    try:
+        until("watching 1 folder(s); Ctrl-C stops")
+        assert any("6 files: 6 chunks added" in line for line in seen), seen
+        (notes_dir / "bug/new.md").write_text("# New\n\nA new bug note.")
+        until("bug/new.md: 1 chunks added, 0 deleted")
+        process.send_signal(signal.SIGINT)
+        until("stopped after 1 update(s)")
+        assert process.wait(timeout=30) == 0
+    finally:
+        process.kill()
