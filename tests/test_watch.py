@@ -383,9 +383,15 @@ class Worker:
         state: dict[str, Any] = json.loads(self.expect("{"))
         return state
 
-    def kill(self) -> None:
+    def kill(self) -> int:
+        """SIGKILL; returns how many updates it had applied since it was ready."""
         self.process.send_signal(signal.SIGKILL)
         self.process.wait(timeout=30)
+        time.sleep(0.1)  # let the reader thread drain the pipe
+        applied = 0
+        while not self.lines.empty():
+            applied += self.lines.get() == "applied"
+        return applied
 
     def quit(self) -> None:
         assert self.process.stdin is not None
@@ -422,10 +428,11 @@ def test_sigkill_during_a_burst_then_restart_matches_a_clean_ingest(tmp_path: Pa
     write_notes(notes, rng, [f"{kind}/{i}.md" for kind in ("bug", "lesson") for i in range(10)])
     worker = Worker(store, notes)
     for trial in range(TRIALS):
-        changer = threading.Thread(target=burst, args=(notes, rng, 60, trial))
+        changer = threading.Thread(target=burst, args=(notes, rng, 150, trial))
         changer.start()
-        time.sleep(rng.uniform(0.1, 0.5))  # somewhere inside the burst
-        worker.kill()
+        time.sleep(rng.uniform(0.3, 0.8))  # somewhere inside the burst
+        assert changer.is_alive()
+        assert worker.kill() >= 1  # killed after updates began, likely in the middle of one
         changer.join()
         mutate(notes, rng, trial)  # and more changes while no watcher runs
         worker = Worker(store, notes)

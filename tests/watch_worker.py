@@ -1,6 +1,6 @@
 """A watcher in its own process, for the SIGKILL tests: `python -m tests.watch_worker STORE
-NOTES [DEBOUNCE]` ingests NOTES, prints `ready`, then follows it (one `applied ...` line per
-batch) and answers `dump`, `updates` and `quit` lines on stdin."""
+NOTES [DEBOUNCE]` (default 0.01 s) ingests NOTES, prints `ready`, then follows it (one
+`applied` line per batch) and answers `dump`, `updates` and `quit` lines on stdin."""
 
 from __future__ import annotations
 
@@ -16,11 +16,12 @@ from tests.ingest_worker import SlowEmbeddings, dump
 def main() -> None:
     """Watch until `quit` or the end of stdin."""
     store = Store.open(sys.argv[1], SlowEmbeddings(), create=True)
-    debounce = float(sys.argv[3]) if len(sys.argv) > 3 else 0.05
+    debounce = float(sys.argv[3]) if len(sys.argv) > 3 else 0.01
     watcher = Watcher(
         [sys.argv[2]],
         store,
         debounce=debounce,
+        longest=5 * debounce,  # so that updates run all through a burst, and a kill lands in one
         status=lambda line: print(f"status {line}", flush=True),
         on_update=lambda: print("applied", flush=True),
     )

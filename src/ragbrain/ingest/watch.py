@@ -107,6 +107,7 @@ class Watcher:
         prune: bool = True,
         max_bytes: int = MAX_BYTES,
         debounce: float = DEBOUNCE_SECONDS,
+        longest: float | None = None,
         status: Status | None = None,
         write_lock: threading.Lock | None = None,
         on_update: Callable[[], None] | None = None,
@@ -118,6 +119,8 @@ class Watcher:
             store: The opened store.
             type_, prune, max_bytes: As for ``ingest``.
             debounce: Seconds of quiet that end a burst of changes.
+            longest: Apply a batch at the latest this long after its first change
+                [default: 10 x debounce, at least 5 s].
             status: Called with one line per applied change or problem.
             write_lock: Held around every write (a process that also writes from other
                 threads, like the MCP server, passes its own).
@@ -139,7 +142,7 @@ class Watcher:
         self.status = status or (lambda line: log.info("%s", line))
         self.write_lock = write_lock or threading.Lock()
         self.on_update = on_update
-        self.debouncer = Debouncer(debounce)
+        self.debouncer = Debouncer(debounce, longest)
         self.updates = 0  # batches applied
         self._changed = threading.Condition()
         self._stop = threading.Event()
