@@ -84,6 +84,75 @@ def ingest(
     out.print(f"{report.summary()} -> {opened.location}", highlight=False)
 
 
+# --- watch (issue #22) ---
+@app.command()
+def watch(
+    paths: Annotated[list[Path], typer.Argument(help="Folders of notes to follow.")],
+    type_: Annotated[
+        str | None, typer.Option("--type", help="Note type [default: front matter, else folder].")
+    ] = None,
+    store: StoreOption = None,
+    prune: Annotated[
+        bool, typer.Option(help="Delete chunks of files no longer in the folder.")
+    ] = True,
+    convert_space: Annotated[
+        bool, typer.Option(help="Copy a non-cosine collection into a cosine one.")
+    ] = False,
+    server: ServerOption = None,
+    debounce: Annotated[
+        float, typer.Option(min=0.0, help="Seconds of quiet that end a burst of saves.")
+    ] = 1.0,
+) -> None:
+    """Ingest folders, then keep the store in step with them as files change (Ctrl-C stops)."""
+    import signal
+
+    from ragbrain.embeddings import default_embeddings
+    from ragbrain.ingest.watch import Watcher
+    from ragbrain.progress import progress_reporter
+    from ragbrain.resilience import StorePolicy
+    from ragbrain.store import Store
+
+    def say(line: str) -> None:
+        err.print(line, highlight=False, markup=False)
+
+    try:
+        opened = Store.open(
+            store,
+            default_embeddings(),
+            create=True,
+            convert_space=convert_space,
+            server=server,
+            policy=StorePolicy.from_env(),
+        )
+        watcher = Watcher(paths, opened, type_=type_, prune=prune, debounce=debounce, status=say)
+        watcher.start()  # before the first ingest, so a change made meanwhile is not missed
+        with progress_reporter(err, "embedding chunks") as progress:
+            reports = watcher.initial(progress)
+    except (RagbrainError, FileNotFoundError) as exc:
+        raise _fail(exc) from exc
+    for report in reports:
+        for skipped in report.skipped:
+            err.print(f"skipped {skipped.path}: {skipped.reason}", style="yellow", highlight=False)
+        out.print(f"{report.root}: {report.summary()} -> {opened.location}", highlight=False)
+
+    def stop(signum: int, frame: object) -> None:
+        say("stopping after the current update (Ctrl-C again to quit at once)")
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        watcher.stop()
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    out.print(f"watching {len(watcher.roots)} folder(s); Ctrl-C stops", highlight=False)
+    try:
+        watcher.run()
+    except RagbrainError as exc:
+        raise _fail(exc) from exc
+    out.print(f"stopped after {watcher.updates} update(s)", highlight=False)
+
+
+# --- end watch ---
+
+
 @app.command()
 def query(
     text: Annotated[str, typer.Argument(help="What to search for.")],
@@ -417,6 +486,9 @@ def mcp(
         typer.Option("--allow", help="A folder the ingest tool may read (repeatable)."),
     ] = None,
     critic: Annotated[bool, typer.Option(help="Run the critic (when one is installed).")] = True,
+    watch: Annotated[
+        bool, typer.Option("--watch", help="Keep the --allow folders in step, as `watch` does.")
+    ] = False,
 ) -> None:
     """Serve search, ingest and stats to AI coding agents over MCP (stdio).
 
@@ -434,7 +506,9 @@ def mcp(
         stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s: %(message)s"
     )
     try:
-        service = RagbrainService(store, allowed=allow or [], critic="default" if critic else None)
+        service = RagbrainService(
+            store, allowed=allow or [], critic="default" if critic else None, watch=watch
+        )
     except RagbrainError as exc:
         raise _fail(exc) from exc
     serve(service)

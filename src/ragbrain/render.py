@@ -30,6 +30,7 @@ def run_to_dict(query: str, output: RetrievalOutput) -> dict[str, Any]:
                 "source": doc.metadata.get("source"),
                 "type": doc.metadata.get("type"),
                 "chunk": doc.metadata.get("chunk"),
+                "page": doc.metadata.get("page"),  # PDFs only
                 "title": doc.metadata.get("title"),
                 "distance": doc.metadata[RETRIEVAL_KEY]["distance"],
                 "critic_score": doc.metadata[RETRIEVAL_KEY]["critic_score"],
@@ -75,7 +76,8 @@ def print_run(query: str, output: RetrievalOutput, console: Console, *, width: i
         console.print(
             f"  {rank:>2}. distance {doc['distance']:.3f}  critic "
             f"{'-' if score is None else f'{score:.2f}'}  [{doc['type']}] "
-            f"{doc['source']}#{doc['chunk']}{'  (fallback)' if doc['from_fallback'] else ''}",
+            f"{doc['source']}#{'p' + str(doc['page']) if doc.get('page') else doc['chunk']}"
+            f"{'  (fallback)' if doc['from_fallback'] else ''}",
             markup=False,
             highlight=False,
             soft_wrap=True,

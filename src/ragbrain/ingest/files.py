@@ -10,7 +10,10 @@ from typing import Any
 
 import yaml
 
-SUFFIXES = frozenset({".md", ".markdown", ".txt"})
+from ragbrain.ingest import formats, obsidian
+
+MARKDOWN = frozenset({".md", ".markdown"})
+SUFFIXES = MARKDOWN | {".txt"} | formats.SUFFIXES
 MAX_BYTES = 2_000_000
 
 
@@ -24,6 +27,8 @@ class NoteFile:
     title: str
     body: str
     tags: tuple[str, ...] = field(default=())
+    aliases: tuple[str, ...] = field(default=())
+    pages: tuple[str, ...] = field(default=())  # a PDF's page texts: chunks carry page numbers
 
     @property
     def source(self) -> str:
@@ -88,21 +93,49 @@ def read_note(root: Path, path: Path, type_: str | None, max_bytes: int = MAX_BY
     """Read one file. The type is ``type_``, else the front matter's, else the folder's name.
 
     Raises:
-        ValueError: The file is binary, not UTF-8, too large, empty or has bad front matter.
+        ValueError: The file is binary, not UTF-8, too large, empty or has bad front matter
+            (PDF, HTML, Word: see ``formats.load_document``).
     """
+    if path.suffix.lower() in formats.SUFFIXES:
+        return read_document(root, path, type_, max_bytes)
     text = _decode(path, max_bytes).replace("\r\n", "\n")
     meta, body = split_front_matter(text)
     if not body.strip():
         raise ValueError("empty (no text after the front matter)")
     chosen = type_ or meta.get("type") or path.parent.name or "note"
-    tags = meta.get("tags") or ()
+    tags = meta.get("tags")
+    # No tags is none (not the tag "()"), a list is its items, anything else one tag.
+    listed = tuple(str(t) for t in tags) if isinstance(tags, list) else (str(tags),)
+    listed = () if not tags else listed
+    if path.suffix.lower() in MARKDOWN:
+        body = obsidian.resolve_links(body)
+        listed += tuple(t for t in obsidian.inline_tags(body) if t not in listed)
     return NoteFile(
         root=root,
         path=path,
         type=str(chosen).strip(),
         title=_title(meta, body, path),
         body=body.strip(),
-        tags=tuple(str(t) for t in tags) if isinstance(tags, list) else (str(tags),),
+        tags=listed,
+        aliases=obsidian.aliases(meta),
+    )
+
+
+def read_document(root: Path, path: Path, type_: str | None, max_bytes: int) -> NoteFile:
+    """Read a PDF, HTML or Word file; its title is the file's own, else the file name.
+
+    Raises:
+        ValueError: The file cannot be read (the reason says why, and how to install a
+            missing library).
+    """
+    document = formats.load_document(path, max_bytes)
+    return NoteFile(
+        root=root,
+        path=path,
+        type=(type_ or path.parent.name or "note").strip(),
+        title=document.title or path.stem,
+        body="\n\n".join(p for p in document.pages if p),
+        pages=document.pages if document.paged else (),
     )
 
 
@@ -125,6 +158,12 @@ def _candidates(root: Path) -> Iterator[Path | Skipped]:
                     yield Skipped(path, f"link to {target}, outside the ingested folder")
                     continue
             yield path
+
+
+def list_candidates(root: Path) -> list[Path | Skipped]:
+    """The note files under the folder ``root`` as ``find_notes`` walks it (without reading
+    them), and the links it refuses; for the watcher, which rereads only what changed."""
+    return list(_candidates(root))
 
 
 def find_notes(

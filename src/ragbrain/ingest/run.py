@@ -96,7 +96,7 @@ def ingest(
             to_write += [c for c in chunks if c.id not in have]
             report.unchanged += len(ids & have)
 
-        _write(store, to_write, progress)
+        write_chunks(store, to_write, progress)
         report.added = len(to_write)
 
         stale: list[str] = []
@@ -116,7 +116,8 @@ def ingest(
     return report
 
 
-def _write(store: Store, chunks: list[Chunk], progress: Progress | None) -> None:
+def write_chunks(store: Store, chunks: list[Chunk], progress: Progress | None = None) -> None:
+    """Embed and upsert ``chunks``, ``EMBED_BATCH`` at a time, reporting progress."""
     total = len(chunks)
     if progress:
         progress(0, total)

@@ -118,8 +118,11 @@ def build_server(service: RagbrainService, *, load_at_start: bool = True) -> MCP
     @asynccontextmanager
     async def lifespan(_: MCPServer[None]) -> AsyncIterator[None]:
         if load_at_start:
-            service.start_loading()
-        yield None
+            service.start_loading()  # and with --watch, then follows the folders
+        try:
+            yield None
+        finally:
+            service.stop_watching()
 
     tools = [
         _tool(search, SearchArgs, SearchResult, SEARCH_DOC, writes=False),

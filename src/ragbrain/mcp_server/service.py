@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from ragbrain.critic.base import threshold_label
 from ragbrain.embeddings import model_name_of
-from ragbrain.errors import InvalidInputError
+from ragbrain.errors import InvalidInputError, RagbrainError
 from ragbrain.factory import CriticChoice, resolve_critic
 from ragbrain.gates import run_gate
 from ragbrain.mcp_server.schemas import (
@@ -33,6 +33,8 @@ from ragbrain.store import Store
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
+
+    from ragbrain.ingest.watch import Watcher
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +82,8 @@ class RagbrainService:
         allowed: Sequence[str | Path] = (),
         critic: CriticChoice = "default",
         embeddings: Embeddings | None = None,
+        watch: bool = False,
+        debounce: float = 1.0,
     ) -> None:
         """Check the settings; nothing is loaded yet.
 
@@ -90,10 +94,15 @@ class RagbrainService:
             critic: As for ``CorrectiveRetriever.from_store``; a critic that fails to load is
                 turned off (and the trace says why) rather than stopping the server.
             embeddings: Any LangChain ``Embeddings``; None is the bundled all-MiniLM-L6-v2.
+            watch: Keep the allowed folders in step with the store from a background
+                thread (``start_watching``), as ``ragbrain watch`` does.
+            debounce: Seconds of quiet that end a burst of saves (with ``watch``).
 
         Raises:
-            InvalidInputError: An allowed folder does not exist.
+            InvalidInputError: An allowed folder does not exist, or ``watch`` without any.
         """
+        if watch and not allowed:
+            raise InvalidInputError("--watch needs at least one --allow DIR to follow.")
         self.store_path = Path(store_path).expanduser() if store_path else default_store_path()
         self.allowed = check_roots(allowed)
         self._critic_choice = critic
@@ -101,6 +110,8 @@ class RagbrainService:
         self._loaded: Loaded | None = None
         self._load_lock = threading.Lock()
         self._write_lock = threading.Lock()
+        self._watch, self._debounce = watch, debounce
+        self._watcher: Watcher | None = None
 
     def start_loading(self) -> None:
         """Load in a background thread; errors are logged here and raised again on use."""
@@ -110,6 +121,9 @@ class RagbrainService:
                 self.load()
             except Exception as exc:  # the first tool call reports it to the client
                 log.error("Could not load the store: %s", exc)
+                return
+            if self._watch:
+                self.start_watching()
 
         threading.Thread(target=load, name="ragbrain-load", daemon=True).start()
 
@@ -235,6 +249,37 @@ class RagbrainService:
                 for item in report.skipped
             ],
         )
+
+    # --- watch (issue #22) ---
+    def start_watching(self) -> None:
+        """Follow the allowed folders in this thread until ``stop_watching``: an initial
+        ingest of each, then debounced updates. Writes take the ingest tool's lock;
+        searches take no lock, so they never wait for an update. Problems are logged."""
+        from ragbrain.ingest.watch import Watcher
+
+        loaded = self.load()
+        watcher = Watcher(
+            self.allowed,
+            loaded.store,
+            debounce=self._debounce,
+            status=lambda line: log.info("watch: %s", line),
+            write_lock=self._write_lock,
+        )
+        self._watcher = watcher
+        try:
+            watcher.start()
+            for report in watcher.initial():
+                log.info("watch: %s: %s", report.root, report.summary())
+            watcher.run()
+        except RagbrainError as exc:
+            log.error("watch stopped: %s", exc)
+
+    def stop_watching(self) -> None:
+        """Ask the watcher (if any) to stop after the update it is applying."""
+        if self._watcher is not None:
+            self._watcher.stop()
+
+    # --- end watch ---
 
     def stats(self) -> StatsResult:
         """Chunk counts per type, where the store is, and which models answer."""
