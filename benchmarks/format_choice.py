@@ -23,7 +23,7 @@ from pathlib import Path
 
 from benchmarks.common import save, say
 from ragbrain.demo import sample_notes
-from tests.format_files import write_html, write_pdf
+from tests.support.format_files import write_html, write_pdf
 
 WORD = re.compile(r"\w+")
 BOILERPLATE = set(

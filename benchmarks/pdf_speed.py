@@ -24,7 +24,7 @@ from ragbrain.embeddings import default_embeddings, minilm_path
 from ragbrain.ingest import ingest
 from ragbrain.ingest.formats import load_pdf
 from ragbrain.store import Store
-from tests.format_files import write_pdf
+from tests.support.format_files import write_pdf
 
 
 def make_pdfs(folder: Path, files: int, pages: int) -> Path:

@@ -1,6 +1,6 @@
 """`ragbrain watch`: freshness of edits and deletions, idle CPU, and SIGKILL during bursts.
 
-All three use a deterministic fake embedding (tests.fakes.BagOfWordsEmbeddings): they time
+All three use a deterministic fake embedding (tests.support.fakes.BagOfWordsEmbeddings): they time
 the watcher (events, debounce, reading, Chroma writes, the lexical index), not the model.
 
 - Freshness: a 1,000-note folder is watched in process with the default 1 s debounce (as
@@ -28,13 +28,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests.test_watch import Worker, burst
+
 from benchmarks.common import WORDS, save, say
 from ragbrain.evaluation.metrics import percentile
 from ragbrain.ingest.watch import Watcher
 from ragbrain.store import Store
-from tests.fakes import BagOfWordsEmbeddings
-from tests.test_crash_resume import clean_run, mutate
-from tests.test_watch import Worker, burst
+from tests.integration.test_crash_resume import clean_run, mutate
+from tests.support.fakes import BagOfWordsEmbeddings
 
 POLL = 0.02
 
@@ -126,7 +127,7 @@ def idle_cpu(root: Path, store_dir: Path, seconds: float) -> dict[str, float]:
 
 def crash_trials(tmp: Path, trials: int, changes: int, rng: random.Random) -> list[dict[str, Any]]:
     notes, store_dir = tmp / "crash-notes", tmp / "crash-store"
-    from tests.test_crash_resume import write_notes
+    from tests.integration.test_crash_resume import write_notes
 
     write_notes(notes, rng, [f"{kind}/{i}.md" for kind in ("bug", "lesson") for i in range(100)])
     worker = Worker(store_dir, notes)

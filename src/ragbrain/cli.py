@@ -109,7 +109,7 @@ def watch(
     from ragbrain.embeddings import default_embeddings
     from ragbrain.ingest.watch import Watcher
     from ragbrain.progress import progress_reporter
-    from ragbrain.resilience import StorePolicy
+    from ragbrain.store.resilience import StorePolicy
     from ragbrain.store import Store
 
     def say(line: str) -> None:

@@ -24,10 +24,10 @@ from ragbrain.ingest import update as update_module
 from ragbrain.ingest.update import apply_changes
 from ragbrain.ingest.watch import Debouncer, Watcher, wanted
 from ragbrain.store import Store
-from tests.fakes import NOTES, BagOfWordsEmbeddings
-from tests.test_crash_resume import clean_run, mutate, write_notes
+from tests.integration.test_crash_resume import clean_run, mutate, write_notes
+from tests.support.fakes import NOTES, BagOfWordsEmbeddings
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 20.0  # seconds a condition may take to come true before the test fails
 
 
@@ -343,12 +343,12 @@ def test_a_watched_folder_deleted_and_back(
 
 
 class Worker:
-    """``python -m tests.watch_worker``: reads its output in a thread, answers commands."""
+    """``python -m tests.support.watch_worker``: reads its output in a thread, answers commands."""
 
     def __init__(self, store: Path, notes: Path) -> None:
         env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'src'}"}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.watch_worker", str(store), str(notes)],
+            [sys.executable, "-m", "tests.support.watch_worker", str(store), str(notes)],
             cwd=ROOT,
             env=env,
             stdin=subprocess.PIPE,

@@ -1,4 +1,4 @@
-"""A watcher in its own process, for the SIGKILL tests: `python -m tests.watch_worker STORE
+"""A watcher in its own process, for the SIGKILL tests: `python -m tests.support.watch_worker STORE
 NOTES [DEBOUNCE]` (default 0.01 s) ingests NOTES, prints `ready`, then follows it (one
 `applied` line per batch) and answers `dump`, `updates` and `quit` lines on stdin."""
 
@@ -10,7 +10,7 @@ import threading
 
 from ragbrain.ingest.watch import Watcher
 from ragbrain.store import Store
-from tests.ingest_worker import SlowEmbeddings, dump
+from tests.support.ingest_worker import SlowEmbeddings, dump
 
 
 def main() -> None:

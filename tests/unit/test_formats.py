@@ -13,7 +13,7 @@ from ragbrain.ingest.chunks import chunk_note
 from ragbrain.ingest.files import read_note
 from ragbrain.ingest.formats import decode_html, load_html, load_pdf
 from ragbrain.store import Store
-from tests.format_files import write_docx, write_html, write_pdf
+from tests.support.format_files import write_docx, write_html, write_pdf
 
 PAGES = [
     "Redis cache stampede after the deploy.\n\nWe added jitter to the TTL.",
@@ -72,6 +72,8 @@ def test_pdf_chunks_are_cited_by_page(tmp_path: Path, fake_embeddings) -> None: 
         "best_distance": 0.1,
         "gate": 0.5,
         "critic": "off",
+        "answerable": True,
+        "abstain_reason": None,
         "notes": [],
         "documents": [doc],
     }

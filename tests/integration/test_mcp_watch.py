@@ -11,7 +11,7 @@ import pytest
 
 from ragbrain.errors import InvalidInputError
 from ragbrain.mcp_server import RagbrainService
-from tests.fakes import BagOfWordsEmbeddings
+from tests.support.fakes import BagOfWordsEmbeddings
 
 TIMEOUT = 20.0
 
