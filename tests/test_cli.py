@@ -32,6 +32,11 @@ def test_ingest_then_query_as_json(notes_dir: Path, tmp_path: Path) -> None:
     assert run["depth"] == 2 and run["verdict"] in ("good", "poor")
     assert run["documents"][0]["source"] == "bug/backup.md"
     assert {"distance", "critic_score", "from_fallback", "text"} <= set(run["documents"][0])
+    # bug/backup.md is one chunk: '# Nightly backup failed' (line 1) to its last line (3).
+    first = run["documents"][0]
+    assert (first["start_line"], first["end_line"], first["cite"]) == (1, 3, "bug/backup.md:1-3")
+    shown = runner.invoke(app, ["query", "why did the nightly backup fail", "--store", store])
+    assert "bug/backup.md:1-3 #0" in shown.stdout
 
 
 def test_query_prints_the_decisions(notes_dir: Path, tmp_path: Path) -> None:

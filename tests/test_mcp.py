@@ -200,6 +200,9 @@ def test_search_matches_the_in_process_retriever(
     for chunk, doc in zip(run["chunks"], local["documents"], strict=True):
         assert chunk["distance"] == pytest.approx(doc.metadata["retrieval"]["distance"], abs=1e-5)
         assert chunk["text"] == doc.page_content[:MAX_TEXT_CHARS]
+        span = (doc.metadata["start_line"], doc.metadata["end_line"])
+        assert (chunk["start_line"], chunk["end_line"]) == span and span[0] >= 1
+        assert chunk["cite"] == f"{chunk['source']}:{span[0]}-{span[1]}"
     # The filter said 'decision', the gate said 'poor': the fallback brought in other types.
     assert any(c["from_fallback"] and c["type"] != "decision" for c in run["chunks"])
     assert all(not Path(c["source"]).is_absolute() for c in run["chunks"])

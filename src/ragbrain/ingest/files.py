@@ -24,6 +24,7 @@ class NoteFile:
     title: str
     body: str
     tags: tuple[str, ...] = field(default=())
+    first_line: int = 1  # the file's line (1-based) where ``body`` begins
 
     @property
     def source(self) -> str:
@@ -91,8 +92,12 @@ def read_note(root: Path, path: Path, type_: str | None, max_bytes: int = MAX_BY
         ValueError: The file is binary, not UTF-8, too large, empty or has bad front matter.
     """
     text = _decode(path, max_bytes).replace("\r\n", "\n")
-    meta, body = split_front_matter(text)
-    if not body.strip():
+    meta, raw_body = split_front_matter(text)
+    body = raw_body.strip()
+    # Lines before the body: the front matter's, then blank lines the strip removed.
+    skipped_lines = text.count("\n") - raw_body.count("\n")
+    skipped_lines += raw_body[: len(raw_body) - len(raw_body.lstrip())].count("\n")
+    if not body:
         raise ValueError("empty (no text after the front matter)")
     chosen = type_ or meta.get("type") or path.parent.name or "note"
     tags = meta.get("tags") or ()
@@ -101,8 +106,9 @@ def read_note(root: Path, path: Path, type_: str | None, max_bytes: int = MAX_BY
         path=path,
         type=str(chosen).strip(),
         title=_title(meta, body, path),
-        body=body.strip(),
+        body=body,
         tags=tuple(str(t) for t in tags) if isinstance(tags, list) else (str(tags),),
+        first_line=1 + skipped_lines,
     )
 
 

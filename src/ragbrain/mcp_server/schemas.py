@@ -120,6 +120,12 @@ class Chunk(BaseModel):
     source: str = Field(description="The note's path relative to the folder it was ingested from.")
     type: str = Field(description="The note type.")
     chunk: int = Field(description="The chunk's position in its note (0 = first).")
+    start_line: int | None = Field(
+        description="The chunk's first line in the file (1-based); None: ingested before "
+        "line spans were recorded (ingest again)."
+    )
+    end_line: int | None = Field(description="The chunk's last line in the file (inclusive).")
+    cite: str = Field(description="Where to quote it from: `source:START-END`.")
     title: str = Field(description="The note's title.")
     distance: float = Field(description="Cosine distance to the query (0 = same direction).")
     critic_score: float | None = Field(description="The critic's relevance score; None: off.")

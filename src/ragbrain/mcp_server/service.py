@@ -26,6 +26,7 @@ from ragbrain.mcp_server.schemas import (
     clean_text,
     finite_or_none,
 )
+from ragbrain.render import cite
 from ragbrain.retriever import CorrectiveRetriever
 from ragbrain.state import RETRIEVAL_KEY
 from ragbrain.store import Store, default_store_path
@@ -47,6 +48,10 @@ class Loaded:
 
 def _label(value: object) -> str:
     return clean_text(str(value or ""), MAX_LABEL_CHARS)[0]
+
+
+def _line(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def check_roots(roots: Sequence[str | Path]) -> tuple[Path, ...]:
@@ -162,13 +167,19 @@ class RagbrainService:
         for doc in output["documents"]:
             trace = doc.metadata[RETRIEVAL_KEY]
             text, truncated = clean_text(doc.page_content)
+            source = _label(doc.metadata.get("source"))
             chunks.append(
                 Chunk(
                     text=text,
                     truncated=truncated,
-                    source=_label(doc.metadata.get("source")),
+                    source=source,
                     type=_label(doc.metadata.get("type")),
                     chunk=int(doc.metadata.get("chunk", 0)),
+                    start_line=_line(doc.metadata.get("start_line")),
+                    end_line=_line(doc.metadata.get("end_line")),
+                    cite=_label(
+                        cite(source, doc.metadata.get("start_line"), doc.metadata.get("end_line"))
+                    ),
                     title=_label(doc.metadata.get("title")),
                     distance=float(trace["distance"]),
                     critic_score=finite_or_none(trace["critic_score"]),
