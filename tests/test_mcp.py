@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from collections.abc import Iterator
@@ -150,6 +151,7 @@ def real(sample_store_path: Path, tmp_path_factory: pytest.TempPathFactory) -> I
             str(stdout),
         ],
         cwd=str(REPO),
+        env=dict(os.environ),  # PYTHONPATH too: the server runs this checkout's code
     )
     with stderr.open("w") as errlog, connect(params, errlog) as client:
         yield Spawned(client, stdout, stderr)
@@ -259,6 +261,7 @@ def fake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Spawned]:
         command=sys.executable,
         args=["-m", "tests.mcp_fake_server", str(base / "store"), str(allowed)],
         cwd=str(REPO),
+        env=dict(os.environ),  # PYTHONPATH too: the server runs this checkout's code
     )
     with (base / "stderr.log").open("w") as errlog, connect(params, errlog) as client:
         yield Spawned(client, base / "stdout-not-captured", base / "stderr.log")
