@@ -13,6 +13,7 @@ from ragbrain.errors import (
 )
 from ragbrain.factory import default_graph, open_graph
 from ragbrain.graph import build_graph
+from ragbrain.reader import Excerpt, read_source
 from ragbrain.resilience import StorePolicy
 from ragbrain.retriever import CorrectiveRetriever
 from ragbrain.state import RETRIEVAL_KEY, RetrievalOutput
@@ -23,6 +24,7 @@ __all__ = [
     "CorrectiveRetriever",
     "Critic",
     "CriticLoadError",
+    "Excerpt",
     "InvalidInputError",
     "RagbrainError",
     "RetrievalContext",
@@ -38,5 +40,6 @@ __all__ = [
     "default_graph",
     "default_store_path",
     "open_graph",
+    "read_source",
 ]
 __version__ = "0.1.0"

@@ -117,6 +117,56 @@ def query(
         print_run(text, output, out)
 
 
+# --- show: read a note back from the store (issue #21) ---
+@app.command()
+def show(
+    target: Annotated[
+        str,
+        typer.Argument(
+            help="SOURCE as query prints it, optionally with :LINES (12-30, 12, or 12-).",
+            metavar="SOURCE[:LINES]",
+        ),
+    ],
+    chunk: Annotated[
+        int | None, typer.Option("--chunk", help="Show this chunk instead of lines.")
+    ] = None,
+    neighbours: Annotated[
+        int, typer.Option("--neighbours", help="With --chunk: chunks before and after (0-10).")
+    ] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    store: StoreOption = None,
+    server: ServerOption = None,
+) -> None:
+    """Print a note (or some of its lines, or a chunk) from the store's own text."""
+    import dataclasses
+    import json
+
+    from ragbrain.embeddings import default_embeddings
+    from ragbrain.reader import parse_target, read_source
+    from ragbrain.resilience import StorePolicy
+    from ragbrain.store import Store
+
+    try:
+        source, lines = parse_target(target)
+        opened = Store.open(
+            store, default_embeddings(), server=server, policy=StorePolicy.from_env()
+        )
+        excerpt = read_source(opened, source, lines=lines, chunk=chunk, neighbours=neighbours)
+    except RagbrainError as exc:
+        raise _fail(exc) from exc
+    if as_json:
+        out.print_json(json.dumps(dataclasses.asdict(excerpt), ensure_ascii=False))
+        return
+    sys.stdout.write(excerpt.text + "\n")
+    if excerpt.truncated:
+        rest = excerpt.next_lines
+        more = f"; read on with `ragbrain show {source}:{rest[0]}-{rest[1]}`" if rest else ""
+        err.print(f"(cut at {len(excerpt.text):,} characters{more})", highlight=False)
+
+
+# --- end show ---
+
+
 @app.command()
 def demo(
     store: Annotated[

@@ -634,6 +634,15 @@ class Store:
         ]
 
     # --- end lexical index ---
+    def chunks_of(self, source: str) -> list[tuple[str, dict[str, Any]]]:
+        """``(text, metadata)`` of every chunk whose ``source`` is exactly ``source``."""
+        found: list[tuple[str, dict[str, Any]]] = []
+        for page in self.pages(["documents", "metadatas"], where={"source": source}):
+            texts = page["documents"] or [""] * len(page["ids"])
+            metas = page["metadatas"] or [{}] * len(page["ids"])
+            found += [(t or "", dict(m or {})) for t, m in zip(texts, metas, strict=True)]
+        return found
+
     def types(self) -> dict[str, int]:
         """Chunk counts per note type."""
         counts: dict[str, int] = {}

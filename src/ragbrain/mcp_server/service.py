@@ -18,8 +18,11 @@ from ragbrain.gates import run_gate
 from ragbrain.graph import bind_critic
 from ragbrain.mcp_server.schemas import (
     MAX_LABEL_CHARS,
+    MAX_LINE,
     Chunk,
+    GetResult,
     IngestResult,
+    LineRange,
     SearchResult,
     SkippedFile,
     StatsResult,
@@ -242,6 +245,42 @@ class RagbrainService:
                 SkippedFile(path=_label(item.path), reason=_label(item.reason))
                 for item in report.skipped
             ],
+        )
+
+    def get(
+        self,
+        source: str,
+        start_line: int | None = None,
+        end_line: int | None = None,
+        chunk: int | None = None,
+        neighbours: int = 0,
+    ) -> GetResult:
+        """Read a note back from the store: whole, a line range, or a chunk and neighbours."""
+        from ragbrain.reader import read_source
+
+        lines = None
+        if start_line is not None or end_line is not None:
+            lines = (start_line or 1, end_line or MAX_LINE)
+        excerpt = read_source(
+            self.load().store, source, lines=lines, chunk=chunk, neighbours=neighbours
+        )
+        span = None
+        if excerpt.first_line is not None and excerpt.last_line is not None:
+            span = LineRange(start_line=excerpt.first_line, end_line=excerpt.last_line)
+        return GetResult(
+            source=_label(excerpt.source),
+            title=_label(excerpt.title),
+            type=_label(excerpt.type),
+            text=excerpt.text,
+            start_line=excerpt.start_line,
+            end_line=excerpt.end_line,
+            cite=_label(cite(excerpt.source, excerpt.start_line, excerpt.end_line)),
+            note_lines=span,
+            chunks=list(excerpt.chunks),
+            truncated=excerpt.truncated,
+            next=None
+            if excerpt.next_lines is None
+            else LineRange(start_line=excerpt.next_lines[0], end_line=excerpt.next_lines[1]),
         )
 
     def stats(self) -> StatsResult:
