@@ -467,8 +467,12 @@ def mcp(
         typer.Option("--allow", help="A folder the ingest tool may read (repeatable)."),
     ] = None,
     critic: Annotated[bool, typer.Option(help="Run the critic (when one is installed).")] = True,
+    inbox: Annotated[
+        Path | None,
+        typer.Option("--inbox", help="A folder inside an --allow one that remember writes to."),
+    ] = None,
 ) -> None:
-    """Serve search, ingest and stats to AI coding agents over MCP (stdio).
+    """Serve search, get, remember, ingest and stats to AI coding agents over MCP (stdio).
 
     stdout carries only protocol messages; logs go to stderr. The models load once, in the
     background as the server starts; a call that arrives earlier waits for them.
@@ -481,7 +485,9 @@ def mcp(
         stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s: %(message)s"
     )
     try:
-        service = RagbrainService(store, allowed=allow or [], critic="default" if critic else None)
+        service = RagbrainService(
+            store, allowed=allow or [], critic="default" if critic else None, inbox=inbox
+        )
     except RagbrainError as exc:
         raise _fail(exc) from exc
     serve(service)

@@ -134,19 +134,31 @@ def _candidates(root: Path) -> Iterator[Path | Skipped]:
 
 
 def find_notes(
-    path: Path, type_: str | None = None, max_bytes: int = MAX_BYTES
+    path: Path, type_: str | None = None, max_bytes: int = MAX_BYTES, root: Path | None = None
 ) -> tuple[Path, list[NoteFile], list[Skipped]]:
     """Read every note under ``path`` (a folder, recursively, or one file).
+
+    Args:
+        root: The folder sources are relative to; default ``path`` itself, or a file's folder.
 
     Returns:
         The root the sources are relative to, the notes read, and the files skipped with
         their reasons.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        ValueError: ``path`` is not inside ``root``.
     """
     path = path.expanduser().absolute()
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file or folder")
-    root = path if path.is_dir() else path.parent
-    found: list[Path | Skipped] = list(_candidates(root)) if path.is_dir() else [path]
+    if root is None:
+        root = path if path.is_dir() else path.parent
+    else:
+        root = root.expanduser().absolute()
+        if not path.is_relative_to(root):
+            raise ValueError(f"{path} is not inside {root}")
+    found: list[Path | Skipped] = list(_candidates(path)) if path.is_dir() else [path]
     notes: list[NoteFile] = []
     skipped: list[Skipped] = []
     for item in found:

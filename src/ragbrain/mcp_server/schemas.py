@@ -9,6 +9,7 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ragbrain import sanitize
+from ragbrain.inbox import MAX_NOTE_CHARS, MAX_TAGS, MAX_TITLE_CHARS
 from ragbrain.inputs import check_types
 from ragbrain.reader import MAX_NEIGHBOURS, MAX_READ_CHARS, MAX_SOURCE_CHARS
 
@@ -163,6 +164,43 @@ class GetResult(BaseModel):
     next: LineRange | None = Field(description="The range to ask for next, when truncated.")
 
 
+class RememberArgs(_StrictArgs):
+    """Arguments of ``remember``."""
+
+    title: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=MAX_TITLE_CHARS,
+            description="The note's title; its file name is made from it.",
+        ),
+    ]
+    text: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=MAX_NOTE_CHARS,
+            description=f"The note in Markdown (at most {MAX_NOTE_CHARS:,} characters).",
+        ),
+    ]
+    type: Annotated[
+        str,
+        Field(min_length=1, max_length=50, description="The note type, e.g. 'lesson', 'decision'."),
+    ]
+    tags: Annotated[
+        list[Annotated[str, Field(min_length=1, max_length=50)]] | None,
+        Field(max_length=MAX_TAGS, description="Tags for the note's front matter."),
+    ] = None
+
+
+class RememberResult(BaseModel):
+    """The note written and ingested."""
+
+    source: str = Field(description="The new note's `source`, as search and get use it.")
+    chunks: int = Field(description="Chunks written to the store.")
+    cite: str = Field(description="`source:START-END` of the note's text.")
+
+
 class StatsArgs(_StrictArgs):
     """``stats`` takes no arguments."""
 
@@ -233,3 +271,4 @@ class StatsResult(BaseModel):
     critic: str = Field(description="The critic in use, or why it is off.")
     gate_threshold: float = Field(description="The quality gate's distance threshold.")
     allowed_roots: list[str] = Field(description="Folders `ingest` may read.")
+    inbox: str | None = Field(description="The folder `remember` writes to; None: off.")

@@ -16,6 +16,7 @@ from ragbrain.errors import InvalidInputError
 from ragbrain.factory import CriticChoice, resolve_critic
 from ragbrain.gates import run_gate
 from ragbrain.graph import bind_critic
+from ragbrain.inbox import Inbox
 from ragbrain.mcp_server.schemas import (
     MAX_LABEL_CHARS,
     MAX_LINE,
@@ -23,6 +24,7 @@ from ragbrain.mcp_server.schemas import (
     GetResult,
     IngestResult,
     LineRange,
+    RememberResult,
     SearchResult,
     SkippedFile,
     StatsResult,
@@ -87,6 +89,7 @@ class RagbrainService:
         allowed: Sequence[str | Path] = (),
         critic: CriticChoice = "default",
         embeddings: Embeddings | None = None,
+        inbox: str | Path | None = None,
     ) -> None:
         """Check the settings; nothing is loaded yet.
 
@@ -97,12 +100,16 @@ class RagbrainService:
             critic: As for ``CorrectiveRetriever.from_store``; a critic that fails to load is
                 turned off (and the trace says why) rather than stopping the server.
             embeddings: Any LangChain ``Embeddings``; None is the bundled all-MiniLM-L6-v2.
+            inbox: The folder ``remember`` writes notes to; it must lie inside an allowed
+                folder (links followed). None turns ``remember`` off.
 
         Raises:
-            InvalidInputError: An allowed folder does not exist.
+            InvalidInputError: An allowed folder does not exist; the inbox is not a folder
+                inside one.
         """
         self.store_path = Path(store_path).expanduser() if store_path else default_store_path()
         self.allowed = check_roots(allowed)
+        self.inbox = None if inbox is None else Inbox.inside(inbox, self.allowed)
         self._critic_choice = critic
         self._embeddings = embeddings
         self._loaded: Loaded | None = None
@@ -283,6 +290,36 @@ class RagbrainService:
             else LineRange(start_line=excerpt.next_lines[0], end_line=excerpt.next_lines[1]),
         )
 
+    def remember(
+        self, title: str, text: str, type_: str, tags: list[str] | None = None
+    ) -> RememberResult:
+        """Write a new note into the inbox and ingest it at once (one write at a time).
+
+        Raises:
+            InvalidInputError: ``remember`` is off (no inbox), or the note is refused (see
+                ``ragbrain.inbox.check_note``).
+        """
+        from ragbrain.ingest import ingest
+
+        if self.inbox is None:
+            raise InvalidInputError(
+                "remember is off: start the server with --inbox DIR (inside an --allow "
+                "folder) to let it write notes."
+            )
+        loaded = self.load()
+        with self._write_lock:
+            path = self.inbox.write(title, text, type_, tags or ())
+            report = ingest(path, loaded.store, root=self.inbox.root)
+        source = path.relative_to(self.inbox.root).as_posix()
+        spans = [
+            (m.get("start_line"), m.get("end_line")) for _, m in loaded.store.chunks_of(source)
+        ]
+        starts = [s for s, _ in spans if isinstance(s, int)]
+        ends = [e for _, e in spans if isinstance(e, int)]
+        where = cite(source, min(starts), max(ends)) if starts and ends else source
+        log.info("remember wrote %s (%d chunks).", path, report.added)
+        return RememberResult(source=_label(source), chunks=report.added, cite=_label(where))
+
     def stats(self) -> StatsResult:
         """Chunk counts per type, where the store is, and which models answer."""
         loaded = self.load()
@@ -295,4 +332,5 @@ class RagbrainService:
             critic=loaded.critic,
             gate_threshold=run_gate(store, loaded.retriever.context.gate_threshold)[0],
             allowed_roots=[str(root) for root in self.allowed],
+            inbox=None if self.inbox is None else str(self.inbox.folder),
         )
