@@ -471,6 +471,23 @@ def mcp(
         Path | None,
         typer.Option("--inbox", help="A folder inside an --allow one that remember writes to."),
     ] = None,
+    http: Annotated[
+        str | None,
+        typer.Option(
+            "--http",
+            help="Serve streamable HTTP at HOST:PORT (one process, many clients) instead of stdio.",
+            metavar="HOST:PORT",
+        ),
+    ] = None,
+    token_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--token-file", help="With --http: the bearer token [default: $RAGBRAIN_MCP_TOKEN]."
+        ),
+    ] = None,
+    no_auth: Annotated[
+        bool, typer.Option("--no-auth", help="With --http on 127.0.0.1 only: no token.")
+    ] = False,
 ) -> None:
     """Serve search, get, remember, ingest and stats to AI coding agents over MCP (stdio).
 
@@ -480,17 +497,24 @@ def mcp(
     import logging
 
     from ragbrain.mcp_server import RagbrainService, serve
+    from ragbrain.mcp_server.http import check_bind, serve_http
 
     logging.basicConfig(
         stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s: %(message)s"
     )
     try:
+        if http is None and (token_file is not None or no_auth):
+            raise InvalidInputError("--token-file and --no-auth need --http HOST:PORT.")
+        bind = None if http is None else check_bind(http, token_file, no_auth)
         service = RagbrainService(
             store, allowed=allow or [], critic="default" if critic else None, inbox=inbox
         )
     except RagbrainError as exc:
         raise _fail(exc) from exc
-    serve(service)
+    if bind is None:
+        serve(service)
+    else:
+        serve_http(service, bind)
 
 
 # --- end MCP server ----------------------------------------------------------------------------

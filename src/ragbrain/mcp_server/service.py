@@ -15,7 +15,7 @@ from ragbrain.embeddings import model_name_of
 from ragbrain.errors import InvalidInputError
 from ragbrain.factory import CriticChoice, resolve_critic
 from ragbrain.gates import run_gate
-from ragbrain.graph import bind_critic
+from ragbrain.graph import bind_critic, build_graph
 from ragbrain.inbox import Inbox
 from ragbrain.mcp_server.schemas import (
     MAX_LABEL_CHARS,
@@ -39,6 +39,8 @@ from ragbrain.store import Store, default_store_path
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
+    from ragbrain.lexical.sync import LexicalSearcher
+
 log = logging.getLogger(__name__)
 
 
@@ -49,6 +51,7 @@ class Loaded:
     store: Store
     retriever: CorrectiveRetriever
     critic: str
+    lexical: LexicalSearcher
 
 
 def _label(value: object) -> str:
@@ -142,17 +145,17 @@ class RagbrainService:
                 from ragbrain.embeddings import default_embeddings
 
                 embeddings = default_embeddings()
-            # The store the tools write to and count; the retriever is built the way every
-            # other caller builds it (lexical index, calibrated gate, critic), over the same
-            # folder.
+            # One store for the tools and the retriever's graph, built as open_graph builds
+            # it (lexical index, calibrated gate, critic): a note that remember or ingest
+            # writes is seen by the next search (a second client on the same folder would
+            # not see it).
             store = Store.open(self.store_path, embeddings, create=bool(self.allowed))
             critic, off_reason = resolve_critic(self._critic_choice, "disable")
-            retriever = CorrectiveRetriever.from_store(
-                self.store_path,
-                embeddings=embeddings,
-                critic=self._critic_choice if critic is None else critic,
-                on_critic_error="disable",
-            )
+            from ragbrain.lexical.sync import LexicalSearcher
+
+            lexical = LexicalSearcher(store)
+            graph = build_graph(store, critic, critic_off_reason=off_reason, lexical=lexical)
+            retriever = CorrectiveRetriever(graph=graph)
             if critic is None:
                 status = f"off: {off_reason}"
             else:
@@ -160,7 +163,7 @@ class RagbrainService:
                 where = getattr(critic, "folder", None)
                 status = f"{type(critic).__name__}{f' from {where}' if where else ''}, "
                 status += threshold_label(critic, critic.threshold)
-            self._loaded = Loaded(store=store, retriever=retriever, critic=status)
+            self._loaded = Loaded(store=store, retriever=retriever, critic=status, lexical=lexical)
             log.info(
                 "Loaded the store %s and the models in %.1f s (critic: %s).",
                 store.location,
@@ -242,6 +245,7 @@ class RagbrainService:
         loaded = self.load()
         with self._write_lock:
             report = ingest(path, loaded.store, type_=type_)
+            loaded.lexical.refresh()  # the next search sees the new chunks at once
         return IngestResult(
             root=str(report.root),
             files=report.files,
@@ -310,6 +314,7 @@ class RagbrainService:
         with self._write_lock:
             path = self.inbox.write(title, text, type_, tags or ())
             report = ingest(path, loaded.store, root=self.inbox.root)
+            loaded.lexical.refresh()
         source = path.relative_to(self.inbox.root).as_posix()
         spans = [
             (m.get("start_line"), m.get("end_line")) for _, m in loaded.store.chunks_of(source)
