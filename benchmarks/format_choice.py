@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks.common import save, say
-from ragbrain.demo import sample_notes
+from ragbrain.paths import sample_notes
 from tests.support.format_files import write_html, write_pdf
 
 WORD = re.compile(r"\w+")

@@ -14,6 +14,7 @@ from ragbrain.errors import (
 from ragbrain.factory import default_graph, open_graph
 from ragbrain.graph import build_graph
 from ragbrain.paths import default_store_path
+from ragbrain.reader import Excerpt, read_source
 from ragbrain.retriever import CorrectiveRetriever
 from ragbrain.state import RETRIEVAL_KEY, RetrievalOutput
 from ragbrain.store import Store
@@ -24,6 +25,7 @@ __all__ = [
     "CorrectiveRetriever",
     "Critic",
     "CriticLoadError",
+    "Excerpt",
     "InvalidInputError",
     "RagbrainError",
     "RetrievalContext",
@@ -39,5 +41,6 @@ __all__ = [
     "default_graph",
     "default_store_path",
     "open_graph",
+    "read_source",
 ]
 __version__ = "0.1.0"

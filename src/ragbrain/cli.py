@@ -109,8 +109,8 @@ def watch(
     from ragbrain.embeddings import default_embeddings
     from ragbrain.ingest.watch import Watcher
     from ragbrain.progress import progress_reporter
-    from ragbrain.store.resilience import StorePolicy
     from ragbrain.store import Store
+    from ragbrain.store.resilience import StorePolicy
 
     def say(line: str) -> None:
         err.print(line, highlight=False, markup=False)
@@ -184,6 +184,56 @@ def query(
         print_json(text, output, out)
     else:
         print_run(text, output, out)
+
+
+# --- show: read a note back from the store (issue #21) ---
+@app.command()
+def show(
+    target: Annotated[
+        str,
+        typer.Argument(
+            help="SOURCE as query prints it, optionally with :LINES (12-30, 12, or 12-).",
+            metavar="SOURCE[:LINES]",
+        ),
+    ],
+    chunk: Annotated[
+        int | None, typer.Option("--chunk", help="Show this chunk instead of lines.")
+    ] = None,
+    neighbours: Annotated[
+        int, typer.Option("--neighbours", help="With --chunk: chunks before and after (0-10).")
+    ] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    store: StoreOption = None,
+    server: ServerOption = None,
+) -> None:
+    """Print a note (or some of its lines, or a chunk) from the store's own text."""
+    import dataclasses
+    import json
+
+    from ragbrain.embeddings import default_embeddings
+    from ragbrain.reader import parse_target, read_source
+    from ragbrain.store import Store
+    from ragbrain.store.resilience import StorePolicy
+
+    try:
+        source, lines = parse_target(target)
+        opened = Store.open(
+            store, default_embeddings(), server=server, policy=StorePolicy.from_env()
+        )
+        excerpt = read_source(opened, source, lines=lines, chunk=chunk, neighbours=neighbours)
+    except RagbrainError as exc:
+        raise _fail(exc) from exc
+    if as_json:
+        out.print_json(json.dumps(dataclasses.asdict(excerpt), ensure_ascii=False))
+        return
+    sys.stdout.write(excerpt.text + "\n")
+    if excerpt.truncated:
+        rest = excerpt.next_lines
+        more = f"; read on with `ragbrain show {source}:{rest[0]}-{rest[1]}`" if rest else ""
+        err.print(f"(cut at {len(excerpt.text):,} characters{more})", highlight=False)
+
+
+# --- end show ---
 
 
 @app.command()
@@ -489,8 +539,29 @@ def mcp(
     watch: Annotated[
         bool, typer.Option("--watch", help="Keep the --allow folders in step, as `watch` does.")
     ] = False,
+    inbox: Annotated[
+        Path | None,
+        typer.Option("--inbox", help="A folder inside an --allow one that remember writes to."),
+    ] = None,
+    http: Annotated[
+        str | None,
+        typer.Option(
+            "--http",
+            help="Serve streamable HTTP at HOST:PORT (one process, many clients) instead of stdio.",
+            metavar="HOST:PORT",
+        ),
+    ] = None,
+    token_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--token-file", help="With --http: the bearer token [default: $RAGBRAIN_MCP_TOKEN]."
+        ),
+    ] = None,
+    no_auth: Annotated[
+        bool, typer.Option("--no-auth", help="With --http on 127.0.0.1 only: no token.")
+    ] = False,
 ) -> None:
-    """Serve search, ingest and stats to AI coding agents over MCP (stdio).
+    """Serve search, get, remember, ingest and stats to AI coding agents over MCP (stdio).
 
     stdout carries only protocol messages; logs go to stderr. The models load once, in the
     background as the server starts; a call that arrives earlier waits for them.
@@ -499,6 +570,7 @@ def mcp(
 
     try:
         from ragbrain.mcp_server import RagbrainService, serve
+        from ragbrain.mcp_server.http import check_bind, serve_http
     except RagbrainError as exc:  # the [mcp] extra is not installed
         raise _fail(exc) from exc
 
@@ -506,12 +578,22 @@ def mcp(
         stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s: %(message)s"
     )
     try:
+        if http is None and (token_file is not None or no_auth):
+            raise InvalidInputError("--token-file and --no-auth need --http HOST:PORT.")
+        bind = None if http is None else check_bind(http, token_file, no_auth)
         service = RagbrainService(
-            store, allowed=allow or [], critic="default" if critic else None, watch=watch
+            store,
+            allowed=allow or [],
+            critic="default" if critic else None,
+            inbox=inbox,
+            watch=watch,
         )
     except RagbrainError as exc:
         raise _fail(exc) from exc
-    serve(service)
+    if bind is None:
+        serve(service)
+    else:
+        serve_http(service, bind)
 
 
 # --- end MCP server ----------------------------------------------------------------------------

@@ -33,6 +33,11 @@ def test_ingest_then_query_as_json(notes_dir: Path, tmp_path: Path) -> None:
     assert run["documents"][0]["source"] == "bug/backup.md"
     assert {"distance", "critic_score", "from_fallback", "text"} <= set(run["documents"][0])
     assert run["answerable"] is True and run["abstain_reason"] is None
+    # bug/backup.md is one chunk: '# Nightly backup failed' (line 1) to its last line (3).
+    first = run["documents"][0]
+    assert (first["start_line"], first["end_line"], first["cite"]) == (1, 3, "bug/backup.md:1-3")
+    shown = runner.invoke(app, ["query", "why did the nightly backup fail", "--store", store])
+    assert "bug/backup.md:1-3 #0" in shown.stdout
 
 
 def test_query_prints_the_decisions(notes_dir: Path, tmp_path: Path) -> None:
@@ -180,3 +185,23 @@ def test_critic_calibrate_refuses_a_folder_that_holds_anything(tmp_path: Path) -
     result = runner.invoke(app, args)
     assert result.exit_code == 2 and "not an empty folder" in result.output
     assert [p.name for p in (tmp_path / "c").iterdir()] == ["notes.md"]
+
+
+def test_show_prints_lines_and_says_where_to_read_on(notes_dir: Path, tmp_path: Path) -> None:
+    store = str(tmp_path / "store")
+    runner.invoke(app, ["ingest", str(notes_dir), "--store", store])
+
+    lines = runner.invoke(app, ["show", "lesson/timeout.md:4-6", "--store", store])
+    chunk = runner.invoke(app, ["show", "bug/cache.md", "--chunk", "0", "--json", "--store", store])
+    bad = runner.invoke(app, ["show", "../secret.md", "--store", store])
+    unknown = runner.invoke(app, ["show", "bug/none.md:1-3", "--store", store])
+
+    # lesson/timeout.md: three front matter lines, then '# Set statement_timeout' on line 4.
+    assert lines.exit_code == 0, lines.output
+    assert (
+        lines.stdout == "# Set statement_timeout\n\nReporting queries need a statement "
+        "timeout so one slow query cannot hold a connection.\n"
+    )
+    assert json.loads(chunk.stdout)["start_line"] == 1
+    assert (bad.exit_code, "must not hold '..'" in bad.output) == (2, True)
+    assert (unknown.exit_code, "unknown source 'bug/none.md'" in unknown.output) == (2, True)

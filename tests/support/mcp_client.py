@@ -1,4 +1,5 @@
-"""A blocking wrapper around the MCP SDK's own stdio client, so tests can share one server."""
+"""A blocking wrapper around the MCP SDK's own clients (stdio and streamable HTTP), so tests
+can share one server."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from typing import Any, TextIO
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import CallToolResult, InitializeResult, Tool
 
 # The first call waits for the server to load the embedding model on a busy CI machine.
@@ -45,6 +48,28 @@ def connect(params: StdioServerParameters, errlog: TextIO) -> Iterator[McpClient
     async def session() -> AsyncIterator[McpClient]:
         async with (
             stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as client,
+        ):
+            init = await client.initialize()
+            yield McpClient(portal, client, init)
+
+    with (
+        start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(session()) as client,
+    ):
+        yield client
+
+
+@contextmanager
+def connect_http(url: str, token: str | None) -> Iterator[McpClient]:
+    """Connect to a running streamable HTTP server, with the token as a bearer header."""
+    headers = {"Authorization": f"Bearer {token}"} if token else None
+
+    @asynccontextmanager
+    async def session() -> AsyncIterator[McpClient]:
+        async with (
+            create_mcp_http_client(headers=headers) as http,
+            streamable_http_client(url, http_client=http) as (read, write),
             ClientSession(read, write) as client,
         ):
             init = await client.initialize()

@@ -16,6 +16,7 @@ EXPECTED_ALL = [
     "CorrectiveRetriever",
     "Critic",
     "CriticLoadError",
+    "Excerpt",
     "InvalidInputError",
     "RagbrainError",
     "RetrievalContext",
@@ -31,6 +32,7 @@ EXPECTED_ALL = [
     "default_graph",
     "default_store_path",
     "open_graph",
+    "read_source",
 ]
 
 

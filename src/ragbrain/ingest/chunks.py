@@ -9,6 +9,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from ragbrain.embeddings import minilm_path, set_offline
+from ragbrain.ingest.spans import line_spans
 
 if TYPE_CHECKING:
     from langchain_text_splitters import TextSplitter
@@ -53,13 +54,17 @@ def splitter(chunk_tokens: int = CHUNK_TOKENS, overlap: int = OVERLAP_TOKENS) ->
 
 
 def chunk_note(note: NoteFile, text_splitter: TextSplitter | None = None) -> list[Chunk]:
-    """Split a note; each chunk carries source, root, type, chunk index and title."""
+    """Split a note; each chunk carries source, root, type, chunk index, title, tags, and
+    where it lies in the file: ``start_line``/``end_line`` (1-based, inclusive) and
+    ``start_index`` (its offset in the body, after the front matter); a PDF's chunks carry
+    their ``page`` instead (``chunk_pages``)."""
     if note.pages:
         return chunk_pages(note, text_splitter or splitter())
     pieces = [p for p in (text_splitter or splitter()).split_text(note.body) if p.strip()]
+    spans = line_spans(note.body, pieces, note.first_line)
     root = str(note.root)
     chunks = []
-    for index, text in enumerate(pieces):
+    for index, (text, span) in enumerate(zip(pieces, spans, strict=True)):
         metadata: dict[str, Any] = {
             "source": note.source,
             "root": root,
@@ -67,6 +72,9 @@ def chunk_note(note: NoteFile, text_splitter: TextSplitter | None = None) -> lis
             "chunk": index,
             "title": note.title,
             "tags": ", ".join(note.tags),
+            "start_line": span.start_line,
+            "end_line": span.end_line,
+            "start_index": span.start_index,
         }
         chunks.append(Chunk(id=chunk_id(text, metadata), text=text, metadata=metadata))
     return with_aliases(note, chunks)

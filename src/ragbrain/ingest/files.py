@@ -29,6 +29,7 @@ class NoteFile:
     tags: tuple[str, ...] = field(default=())
     aliases: tuple[str, ...] = field(default=())
     pages: tuple[str, ...] = field(default=())  # a PDF's page texts: chunks carry page numbers
+    first_line: int = 1  # the file's line (1-based) where ``body`` begins
 
     @property
     def source(self) -> str:
@@ -99,8 +100,12 @@ def read_note(root: Path, path: Path, type_: str | None, max_bytes: int = MAX_BY
     if path.suffix.lower() in formats.SUFFIXES:
         return read_document(root, path, type_, max_bytes)
     text = _decode(path, max_bytes).replace("\r\n", "\n")
-    meta, body = split_front_matter(text)
-    if not body.strip():
+    meta, raw_body = split_front_matter(text)
+    body = raw_body.strip()
+    # Lines before the body: the front matter's, then blank lines the strip removed.
+    skipped_lines = text.count("\n") - raw_body.count("\n")
+    skipped_lines += raw_body[: len(raw_body) - len(raw_body.lstrip())].count("\n")
+    if not body:
         raise ValueError("empty (no text after the front matter)")
     chosen = type_ or meta.get("type") or path.parent.name or "note"
     tags = meta.get("tags")
@@ -115,9 +120,10 @@ def read_note(root: Path, path: Path, type_: str | None, max_bytes: int = MAX_BY
         path=path,
         type=str(chosen).strip(),
         title=_title(meta, body, path),
-        body=body.strip(),
+        body=body,
         tags=listed,
         aliases=obsidian.aliases(meta),
+        first_line=1 + skipped_lines,
     )
 
 
@@ -167,19 +173,31 @@ def list_candidates(root: Path) -> list[Path | Skipped]:
 
 
 def find_notes(
-    path: Path, type_: str | None = None, max_bytes: int = MAX_BYTES
+    path: Path, type_: str | None = None, max_bytes: int = MAX_BYTES, root: Path | None = None
 ) -> tuple[Path, list[NoteFile], list[Skipped]]:
     """Read every note under ``path`` (a folder, recursively, or one file).
+
+    Args:
+        root: The folder sources are relative to; default ``path`` itself, or a file's folder.
 
     Returns:
         The root the sources are relative to, the notes read, and the files skipped with
         their reasons.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        ValueError: ``path`` is not inside ``root``.
     """
     path = path.expanduser().absolute()
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file or folder")
-    root = path if path.is_dir() else path.parent
-    found: list[Path | Skipped] = list(_candidates(root)) if path.is_dir() else [path]
+    if root is None:
+        root = path if path.is_dir() else path.parent
+    else:
+        root = root.expanduser().absolute()
+        if not path.is_relative_to(root):
+            raise ValueError(f"{path} is not inside {root}")
+    found: list[Path | Skipped] = list(_candidates(path)) if path.is_dir() else [path]
     notes: list[NoteFile] = []
     skipped: list[Skipped] = []
     for item in found:

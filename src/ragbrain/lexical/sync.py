@@ -96,3 +96,12 @@ class LexicalSearcher:
                     if self.store.count() != len(self._index):
                         self._index = sync_lexical(self.store, self._index)
         return self._index
+
+    def refresh(self) -> LexicalIndex:
+        """Bring the index in step with the store now: after this process wrote to it, the
+        next search must not wait for the periodic check."""
+        with self._lock:
+            self._checked = time.monotonic()
+            self._version = self.store.version()
+            self._index = sync_lexical(self.store, self._index)
+        return self._index

@@ -15,10 +15,16 @@ from ragbrain.embeddings import model_name_of
 from ragbrain.errors import InvalidInputError, RagbrainError
 from ragbrain.factory import CriticChoice, resolve_critic
 from ragbrain.gates import run_gate
+from ragbrain.graph import build_graph
+from ragbrain.inbox import Inbox
 from ragbrain.mcp_server.schemas import (
     MAX_LABEL_CHARS,
+    MAX_LINE,
     Chunk,
+    GetResult,
     IngestResult,
+    LineRange,
+    RememberResult,
     SearchResult,
     SkippedFile,
     StatsResult,
@@ -27,6 +33,7 @@ from ragbrain.mcp_server.schemas import (
 )
 from ragbrain.nodes.critic import bind_critic
 from ragbrain.paths import default_store_path
+from ragbrain.render import cite
 from ragbrain.retriever import CorrectiveRetriever
 from ragbrain.state import RETRIEVAL_KEY
 from ragbrain.store import Store
@@ -35,6 +42,7 @@ if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
     from ragbrain.ingest.watch import Watcher
+    from ragbrain.lexical.sync import LexicalSearcher
 
 log = logging.getLogger(__name__)
 
@@ -46,10 +54,15 @@ class Loaded:
     store: Store
     retriever: CorrectiveRetriever
     critic: str
+    lexical: LexicalSearcher
 
 
 def _label(value: object) -> str:
     return clean_text(str(value or ""), MAX_LABEL_CHARS)[0]
+
+
+def _line(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def check_roots(roots: Sequence[str | Path]) -> tuple[Path, ...]:
@@ -84,6 +97,7 @@ class RagbrainService:
         embeddings: Embeddings | None = None,
         watch: bool = False,
         debounce: float = 1.0,
+        inbox: str | Path | None = None,
     ) -> None:
         """Check the settings; nothing is loaded yet.
 
@@ -97,14 +111,18 @@ class RagbrainService:
             watch: Keep the allowed folders in step with the store from a background
                 thread (``start_watching``), as ``ragbrain watch`` does.
             debounce: Seconds of quiet that end a burst of saves (with ``watch``).
+            inbox: The folder ``remember`` writes notes to; it must lie inside an allowed
+                folder (links followed). None turns ``remember`` off.
 
         Raises:
-            InvalidInputError: An allowed folder does not exist, or ``watch`` without any.
+            InvalidInputError: An allowed folder does not exist, ``watch`` without any, or
+                the inbox is not a folder inside one.
         """
         if watch and not allowed:
             raise InvalidInputError("--watch needs at least one --allow DIR to follow.")
         self.store_path = Path(store_path).expanduser() if store_path else default_store_path()
         self.allowed = check_roots(allowed)
+        self.inbox = None if inbox is None else Inbox.inside(inbox, self.allowed)
         self._critic_choice = critic
         self._embeddings = embeddings
         self._loaded: Loaded | None = None
@@ -142,17 +160,17 @@ class RagbrainService:
                 from ragbrain.embeddings import default_embeddings
 
                 embeddings = default_embeddings()
-            # The store the tools write to and count; the retriever is built the way every
-            # other caller builds it (lexical index, calibrated gate, critic), over the same
-            # folder.
+            # One store for the tools and the retriever's graph, built as open_graph builds
+            # it (lexical index, calibrated gate, critic): a note that remember or ingest
+            # writes is seen by the next search (a second client on the same folder would
+            # not see it).
             store = Store.open(self.store_path, embeddings, create=bool(self.allowed))
             critic, off_reason = resolve_critic(self._critic_choice, "disable")
-            retriever = CorrectiveRetriever.from_store(
-                self.store_path,
-                embeddings=embeddings,
-                critic=self._critic_choice if critic is None else critic,
-                on_critic_error="disable",
-            )
+            from ragbrain.lexical.sync import LexicalSearcher
+
+            lexical = LexicalSearcher(store)
+            graph = build_graph(store, critic, critic_off_reason=off_reason, lexical=lexical)
+            retriever = CorrectiveRetriever(graph=graph)
             if critic is None:
                 status = f"off: {off_reason}"
             else:
@@ -160,7 +178,7 @@ class RagbrainService:
                 where = getattr(critic, "folder", None)
                 status = f"{type(critic).__name__}{f' from {where}' if where else ''}, "
                 status += threshold_label(critic, critic.threshold)
-            self._loaded = Loaded(store=store, retriever=retriever, critic=status)
+            self._loaded = Loaded(store=store, retriever=retriever, critic=status, lexical=lexical)
             log.info(
                 "Loaded the store %s and the models in %.1f s (critic: %s).",
                 store.location,
@@ -177,13 +195,24 @@ class RagbrainService:
         for doc in output["documents"]:
             trace = doc.metadata[RETRIEVAL_KEY]
             text, truncated = clean_text(doc.page_content)
+            source = _label(doc.metadata.get("source"))
             chunks.append(
                 Chunk(
                     text=text,
                     truncated=truncated,
-                    source=_label(doc.metadata.get("source")),
+                    source=source,
                     type=_label(doc.metadata.get("type")),
                     chunk=int(doc.metadata.get("chunk", 0)),
+                    start_line=_line(doc.metadata.get("start_line")),
+                    end_line=_line(doc.metadata.get("end_line")),
+                    cite=_label(
+                        cite(
+                            source,
+                            doc.metadata.get("start_line"),
+                            doc.metadata.get("end_line"),
+                            doc.metadata.get("page"),
+                        )
+                    ),
                     title=_label(doc.metadata.get("title")),
                     distance=float(trace["distance"]),
                     critic_score=finite_or_none(trace["critic_score"]),
@@ -238,6 +267,7 @@ class RagbrainService:
         loaded = self.load()
         with self._write_lock:
             report = ingest(path, loaded.store, type_=type_)
+            loaded.lexical.refresh()  # the next search sees the new chunks at once
         return IngestResult(
             root=str(report.root),
             files=report.files,
@@ -280,6 +310,72 @@ class RagbrainService:
             self._watcher.stop()
 
     # --- end watch ---
+    def get(
+        self,
+        source: str,
+        start_line: int | None = None,
+        end_line: int | None = None,
+        chunk: int | None = None,
+        neighbours: int = 0,
+    ) -> GetResult:
+        """Read a note back from the store: whole, a line range, or a chunk and neighbours."""
+        from ragbrain.reader import read_source
+
+        lines = None
+        if start_line is not None or end_line is not None:
+            lines = (start_line or 1, end_line or MAX_LINE)
+        excerpt = read_source(
+            self.load().store, source, lines=lines, chunk=chunk, neighbours=neighbours
+        )
+        span = None
+        if excerpt.first_line is not None and excerpt.last_line is not None:
+            span = LineRange(start_line=excerpt.first_line, end_line=excerpt.last_line)
+        return GetResult(
+            source=_label(excerpt.source),
+            title=_label(excerpt.title),
+            type=_label(excerpt.type),
+            text=excerpt.text,
+            start_line=excerpt.start_line,
+            end_line=excerpt.end_line,
+            cite=_label(cite(excerpt.source, excerpt.start_line, excerpt.end_line)),
+            note_lines=span,
+            chunks=list(excerpt.chunks),
+            truncated=excerpt.truncated,
+            next=None
+            if excerpt.next_lines is None
+            else LineRange(start_line=excerpt.next_lines[0], end_line=excerpt.next_lines[1]),
+        )
+
+    def remember(
+        self, title: str, text: str, type_: str, tags: list[str] | None = None
+    ) -> RememberResult:
+        """Write a new note into the inbox and ingest it at once (one write at a time).
+
+        Raises:
+            InvalidInputError: ``remember`` is off (no inbox), or the note is refused (see
+                ``ragbrain.inbox.check_note``).
+        """
+        from ragbrain.ingest import ingest
+
+        if self.inbox is None:
+            raise InvalidInputError(
+                "remember is off: start the server with --inbox DIR (inside an --allow "
+                "folder) to let it write notes."
+            )
+        loaded = self.load()
+        with self._write_lock:
+            path = self.inbox.write(title, text, type_, tags or ())
+            report = ingest(path, loaded.store, root=self.inbox.root)
+            loaded.lexical.refresh()
+        source = path.relative_to(self.inbox.root).as_posix()
+        spans = [
+            (m.get("start_line"), m.get("end_line")) for _, m in loaded.store.chunks_of(source)
+        ]
+        starts = [s for s, _ in spans if isinstance(s, int)]
+        ends = [e for _, e in spans if isinstance(e, int)]
+        where = cite(source, min(starts), max(ends)) if starts and ends else source
+        log.info("remember wrote %s (%d chunks).", path, report.added)
+        return RememberResult(source=_label(source), chunks=report.added, cite=_label(where))
 
     def stats(self) -> StatsResult:
         """Chunk counts per type, where the store is, and which models answer."""
@@ -293,4 +389,5 @@ class RagbrainService:
             critic=loaded.critic,
             gate_threshold=run_gate(store, loaded.retriever.context.gate_threshold)[0],
             allowed_roots=[str(root) for root in self.allowed],
+            inbox=None if self.inbox is None else str(self.inbox.folder),
         )

@@ -292,10 +292,14 @@ class Store:
             yield page
             offset += len(page["ids"])
 
-    def ids_by_source(self, root: str) -> dict[str, set[str]]:
-        """Chunk ids of every file ingested from ``root``, by source path."""
+    def ids_by_source(self, root: str, sources: Sequence[str] | None = None) -> dict[str, set[str]]:
+        """Chunk ids of every file ingested from ``root`` (or only of ``sources``), by source
+        path."""
         by_source: dict[str, set[str]] = {}
-        for page in self.pages(["metadatas"], where={"root": root}):
+        where: dict[str, Any] = {"root": root}
+        if sources is not None:
+            where = {"$and": [where, {"source": {"$in": list(sources) or [""]}}]}
+        for page in self.pages(["metadatas"], where=where):
             for id_, meta in zip(page["ids"], page["metadatas"] or [], strict=True):
                 by_source.setdefault(str((meta or {}).get("source", "")), set()).add(id_)
         return by_source
@@ -420,6 +424,15 @@ class Store:
             )
             for id_, text, meta, cos in zip(found["ids"], texts, metas, cosines, strict=True)
         ]
+
+    def chunks_of(self, source: str) -> list[tuple[str, dict[str, Any]]]:
+        """``(text, metadata)`` of every chunk whose ``source`` is exactly ``source``."""
+        found: list[tuple[str, dict[str, Any]]] = []
+        for page in self.pages(["documents", "metadatas"], where={"source": source}):
+            texts = page["documents"] or [""] * len(page["ids"])
+            metas = page["metadatas"] or [{}] * len(page["ids"])
+            found += [(t or "", dict(m or {})) for t, m in zip(texts, metas, strict=True)]
+        return found
 
     def types(self) -> dict[str, int]:
         """Chunk counts per note type."""
