@@ -10,9 +10,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragbrain.evaluation.beir import cache_root
 from ragbrain.evaluation.metrics import percentile
 from ragbrain.evaluation.report import machine, write_atomic, write_json
+from ragbrain.paths import cache_root
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -137,9 +137,7 @@ def stats(seconds: Sequence[float]) -> dict[str, float]:
 
 def forget_queries(store: Store) -> None:
     """Empty the store's query-embedding cache so every side embeds each query afresh."""
-    cache_clear = getattr(getattr(store, "_embed_query", None), "cache_clear", None)
-    if callable(cache_clear):
-        cache_clear()
+    store.forget_queries()
 
 
 def save(name: str, payload: dict[str, Any], markdown: str) -> None:

@@ -30,10 +30,10 @@ from langchain_core.embeddings import Embeddings
 
 from benchmarks.common import DIMENSION, say, stats, without_langgraph
 from ragbrain import CorrectiveRetriever, RetrievalContext, StorePolicy, build_graph
-from ragbrain.evaluation.beir import cache_root
 from ragbrain.evaluation.report import machine, write_atomic, write_json
+from ragbrain.paths import cache_root
 from ragbrain.store import Store
-from tests.chroma_server import ChromaServer
+from tests.support.chroma_server import ChromaServer
 
 RESULTS = Path(__file__).parent / "results"
 QUERIES = 200

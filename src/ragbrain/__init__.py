@@ -13,16 +13,19 @@ from ragbrain.errors import (
 )
 from ragbrain.factory import default_graph, open_graph
 from ragbrain.graph import build_graph
-from ragbrain.resilience import StorePolicy
+from ragbrain.paths import default_store_path
+from ragbrain.reader import Excerpt, read_source
 from ragbrain.retriever import CorrectiveRetriever
 from ragbrain.state import RETRIEVAL_KEY, RetrievalOutput
-from ragbrain.store import Store, default_store_path
+from ragbrain.store import Store
+from ragbrain.store.resilience import StorePolicy
 
 __all__ = [
     "RETRIEVAL_KEY",
     "CorrectiveRetriever",
     "Critic",
     "CriticLoadError",
+    "Excerpt",
     "InvalidInputError",
     "RagbrainError",
     "RetrievalContext",
@@ -38,5 +41,6 @@ __all__ = [
     "default_graph",
     "default_store_path",
     "open_graph",
+    "read_source",
 ]
 __version__ = "0.1.0"

@@ -62,8 +62,8 @@ def ingest(
     from ragbrain.embeddings import default_embeddings
     from ragbrain.ingest import ingest as run_ingest
     from ragbrain.progress import progress_reporter
-    from ragbrain.resilience import StorePolicy
     from ragbrain.store import Store
+    from ragbrain.store.resilience import StorePolicy
 
     try:
         policy = StorePolicy.from_env()
@@ -84,6 +84,75 @@ def ingest(
     out.print(f"{report.summary()} -> {opened.location}", highlight=False)
 
 
+# --- watch (issue #22) ---
+@app.command()
+def watch(
+    paths: Annotated[list[Path], typer.Argument(help="Folders of notes to follow.")],
+    type_: Annotated[
+        str | None, typer.Option("--type", help="Note type [default: front matter, else folder].")
+    ] = None,
+    store: StoreOption = None,
+    prune: Annotated[
+        bool, typer.Option(help="Delete chunks of files no longer in the folder.")
+    ] = True,
+    convert_space: Annotated[
+        bool, typer.Option(help="Copy a non-cosine collection into a cosine one.")
+    ] = False,
+    server: ServerOption = None,
+    debounce: Annotated[
+        float, typer.Option(min=0.0, help="Seconds of quiet that end a burst of saves.")
+    ] = 1.0,
+) -> None:
+    """Ingest folders, then keep the store in step with them as files change (Ctrl-C stops)."""
+    import signal
+
+    from ragbrain.embeddings import default_embeddings
+    from ragbrain.ingest.watch import Watcher
+    from ragbrain.progress import progress_reporter
+    from ragbrain.store import Store
+    from ragbrain.store.resilience import StorePolicy
+
+    def say(line: str) -> None:
+        err.print(line, highlight=False, markup=False)
+
+    try:
+        opened = Store.open(
+            store,
+            default_embeddings(),
+            create=True,
+            convert_space=convert_space,
+            server=server,
+            policy=StorePolicy.from_env(),
+        )
+        watcher = Watcher(paths, opened, type_=type_, prune=prune, debounce=debounce, status=say)
+        watcher.start()  # before the first ingest, so a change made meanwhile is not missed
+        with progress_reporter(err, "embedding chunks") as progress:
+            reports = watcher.initial(progress)
+    except (RagbrainError, FileNotFoundError) as exc:
+        raise _fail(exc) from exc
+    for report in reports:
+        for skipped in report.skipped:
+            err.print(f"skipped {skipped.path}: {skipped.reason}", style="yellow", highlight=False)
+        out.print(f"{report.root}: {report.summary()} -> {opened.location}", highlight=False)
+
+    def stop(signum: int, frame: object) -> None:
+        say("stopping after the current update (Ctrl-C again to quit at once)")
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        watcher.stop()
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    out.print(f"watching {len(watcher.roots)} folder(s); Ctrl-C stops", highlight=False)
+    try:
+        watcher.run()
+    except RagbrainError as exc:
+        raise _fail(exc) from exc
+    out.print(f"stopped after {watcher.updates} update(s)", highlight=False)
+
+
+# --- end watch ---
+
+
 @app.command()
 def query(
     text: Annotated[str, typer.Argument(help="What to search for.")],
@@ -98,8 +167,8 @@ def query(
 ) -> None:
     """Retrieve chunks for TEXT and show every decision the pipeline made."""
     from ragbrain.render import print_json, print_run
-    from ragbrain.resilience import StorePolicy
     from ragbrain.retriever import CorrectiveRetriever
+    from ragbrain.store.resilience import StorePolicy
 
     try:
         retriever = CorrectiveRetriever.from_store(
@@ -115,6 +184,56 @@ def query(
         print_json(text, output, out)
     else:
         print_run(text, output, out)
+
+
+# --- show: read a note back from the store (issue #21) ---
+@app.command()
+def show(
+    target: Annotated[
+        str,
+        typer.Argument(
+            help="SOURCE as query prints it, optionally with :LINES (12-30, 12, or 12-).",
+            metavar="SOURCE[:LINES]",
+        ),
+    ],
+    chunk: Annotated[
+        int | None, typer.Option("--chunk", help="Show this chunk instead of lines.")
+    ] = None,
+    neighbours: Annotated[
+        int, typer.Option("--neighbours", help="With --chunk: chunks before and after (0-10).")
+    ] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    store: StoreOption = None,
+    server: ServerOption = None,
+) -> None:
+    """Print a note (or some of its lines, or a chunk) from the store's own text."""
+    import dataclasses
+    import json
+
+    from ragbrain.embeddings import default_embeddings
+    from ragbrain.reader import parse_target, read_source
+    from ragbrain.store import Store
+    from ragbrain.store.resilience import StorePolicy
+
+    try:
+        source, lines = parse_target(target)
+        opened = Store.open(
+            store, default_embeddings(), server=server, policy=StorePolicy.from_env()
+        )
+        excerpt = read_source(opened, source, lines=lines, chunk=chunk, neighbours=neighbours)
+    except RagbrainError as exc:
+        raise _fail(exc) from exc
+    if as_json:
+        out.print_json(json.dumps(dataclasses.asdict(excerpt), ensure_ascii=False))
+        return
+    sys.stdout.write(excerpt.text + "\n")
+    if excerpt.truncated:
+        rest = excerpt.next_lines
+        more = f"; read on with `ragbrain show {source}:{rest[0]}-{rest[1]}`" if rest else ""
+        err.print(f"(cut at {len(excerpt.text):,} characters{more})", highlight=False)
+
+
+# --- end show ---
 
 
 @app.command()
@@ -143,7 +262,7 @@ def doctor(
     """Check a store: space, dimension, model, counts, self-retrieval, lexical index."""
     from ragbrain.doctor import diagnose
     from ragbrain.embeddings import default_embeddings
-    from ragbrain.resilience import StorePolicy
+    from ragbrain.store.resilience import StorePolicy
 
     try:
         policy = StorePolicy.from_env()
@@ -357,7 +476,7 @@ def critic_train(
     ] = None,
 ) -> None:
     """Fine-tune a small cross-encoder critic on (query, chunk, label) pairs and calibrate it."""
-    from ragbrain.critic.cli import run_train
+    from ragbrain.critic.training.commands import run_train
 
     try:
         run_train(
@@ -396,7 +515,7 @@ def critic_calibrate(
     seed: Annotated[int | None, typer.Option(help="Random seed [default: recipe].")] = None,
 ) -> None:
     """Fit a critic's layers and thresholds to your own labelled queries; weights unchanged."""
-    from ragbrain.critic.cli import run_calibrate
+    from ragbrain.critic.training.commands import run_calibrate
 
     try:
         run_calibrate(out_dir, data, critic_dir, max_queries, seed)
@@ -424,7 +543,7 @@ def critic_eval(
     ] = None,
 ) -> None:
     """Judge the retriever's top-k candidates with the critic and three simple filters."""
-    from ragbrain.critic.cli import run_eval
+    from ragbrain.critic.training.commands import run_eval
 
     try:
         if candidates not in ("hybrid", "dense"):
@@ -448,24 +567,64 @@ def mcp(
         typer.Option("--allow", help="A folder the ingest tool may read (repeatable)."),
     ] = None,
     critic: Annotated[bool, typer.Option(help="Run the critic (when one is installed).")] = True,
+    watch: Annotated[
+        bool, typer.Option("--watch", help="Keep the --allow folders in step, as `watch` does.")
+    ] = False,
+    inbox: Annotated[
+        Path | None,
+        typer.Option("--inbox", help="A folder inside an --allow one that remember writes to."),
+    ] = None,
+    http: Annotated[
+        str | None,
+        typer.Option(
+            "--http",
+            help="Serve streamable HTTP at HOST:PORT (one process, many clients) instead of stdio.",
+            metavar="HOST:PORT",
+        ),
+    ] = None,
+    token_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--token-file", help="With --http: the bearer token [default: $RAGBRAIN_MCP_TOKEN]."
+        ),
+    ] = None,
+    no_auth: Annotated[
+        bool, typer.Option("--no-auth", help="With --http on 127.0.0.1 only: no token.")
+    ] = False,
 ) -> None:
-    """Serve search, ingest and stats to AI coding agents over MCP (stdio).
+    """Serve search, get, remember, ingest and stats to AI coding agents over MCP (stdio).
 
     stdout carries only protocol messages; logs go to stderr. The models load once, in the
     background as the server starts; a call that arrives earlier waits for them.
     """
     import logging
 
-    from ragbrain.mcp_server import RagbrainService, serve
+    try:
+        from ragbrain.mcp_server import RagbrainService, serve
+        from ragbrain.mcp_server.http import check_bind, serve_http
+    except RagbrainError as exc:  # the [mcp] extra is not installed
+        raise _fail(exc) from exc
 
     logging.basicConfig(
         stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s: %(message)s"
     )
     try:
-        service = RagbrainService(store, allowed=allow or [], critic="default" if critic else None)
+        if http is None and (token_file is not None or no_auth):
+            raise InvalidInputError("--token-file and --no-auth need --http HOST:PORT.")
+        bind = None if http is None else check_bind(http, token_file, no_auth)
+        service = RagbrainService(
+            store,
+            allowed=allow or [],
+            critic="default" if critic else None,
+            inbox=inbox,
+            watch=watch,
+        )
     except RagbrainError as exc:
         raise _fail(exc) from exc
-    serve(service)
+    if bind is None:
+        serve(service)
+    else:
+        serve_http(service, bind)
 
 
 # --- end MCP server ----------------------------------------------------------------------------

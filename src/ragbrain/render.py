@@ -10,6 +10,17 @@ from rich.console import Console
 from ragbrain.state import RETRIEVAL_KEY, RetrievalOutput
 
 
+def cite(source: object, start_line: object, end_line: object, page: object = None) -> str:
+    """``source:START-END`` (one line: ``source:START``); a PDF's page as ``source#pN``; the
+    bare source when the chunk has neither (it was ingested before spans were recorded)."""
+    if isinstance(page, int) and not isinstance(page, bool):
+        return f"{source}#p{page}"
+    if not isinstance(start_line, int) or not isinstance(end_line, int):
+        return str(source)
+    lines = str(start_line) if start_line == end_line else f"{start_line}-{end_line}"
+    return f"{source}:{lines}"
+
+
 def run_to_dict(query: str, output: RetrievalOutput) -> dict[str, Any]:
     """A JSON-ready view of a run: its decisions, then each chunk with its trace."""
     return {
@@ -30,6 +41,15 @@ def run_to_dict(query: str, output: RetrievalOutput) -> dict[str, Any]:
                 "source": doc.metadata.get("source"),
                 "type": doc.metadata.get("type"),
                 "chunk": doc.metadata.get("chunk"),
+                "page": doc.metadata.get("page"),  # PDFs only
+                "start_line": doc.metadata.get("start_line"),
+                "end_line": doc.metadata.get("end_line"),
+                "cite": cite(
+                    doc.metadata.get("source"),
+                    doc.metadata.get("start_line"),
+                    doc.metadata.get("end_line"),
+                    doc.metadata.get("page"),
+                ),
                 "title": doc.metadata.get("title"),
                 "distance": doc.metadata[RETRIEVAL_KEY]["distance"],
                 "critic_score": doc.metadata[RETRIEVAL_KEY]["critic_score"],
@@ -75,7 +95,7 @@ def print_run(query: str, output: RetrievalOutput, console: Console, *, width: i
         console.print(
             f"  {rank:>2}. distance {doc['distance']:.3f}  critic "
             f"{'-' if score is None else f'{score:.2f}'}  [{doc['type']}] "
-            f"{doc['source']}#{doc['chunk']}{'  (fallback)' if doc['from_fallback'] else ''}",
+            f"{doc['cite']} #{doc['chunk']}{'  (fallback)' if doc['from_fallback'] else ''}",
             markup=False,
             highlight=False,
             soft_wrap=True,

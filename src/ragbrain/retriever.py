@@ -19,8 +19,8 @@ from ragbrain.context import RetrievalContext
 from ragbrain.errors import InvalidInputError
 from ragbrain.factory import CriticChoice, OnCriticError, open_graph
 from ragbrain.inputs import check_k, check_query, check_types
-from ragbrain.resilience import StorePolicy
 from ragbrain.state import RetrievalInput, RetrievalOutput
+from ragbrain.store.resilience import StorePolicy
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings

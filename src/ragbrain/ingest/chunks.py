@@ -9,6 +9,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from ragbrain.embeddings import minilm_path, set_offline
+from ragbrain.ingest.spans import line_spans
 
 if TYPE_CHECKING:
     from langchain_text_splitters import TextSplitter
@@ -53,11 +54,17 @@ def splitter(chunk_tokens: int = CHUNK_TOKENS, overlap: int = OVERLAP_TOKENS) ->
 
 
 def chunk_note(note: NoteFile, text_splitter: TextSplitter | None = None) -> list[Chunk]:
-    """Split a note; each chunk carries source, root, type, chunk index and title."""
+    """Split a note; each chunk carries source, root, type, chunk index, title, tags, and
+    where it lies in the file: ``start_line``/``end_line`` (1-based, inclusive) and
+    ``start_index`` (its offset in the body, after the front matter); a PDF's chunks carry
+    their ``page`` instead (``chunk_pages``)."""
+    if note.pages:
+        return chunk_pages(note, text_splitter or splitter())
     pieces = [p for p in (text_splitter or splitter()).split_text(note.body) if p.strip()]
+    spans = line_spans(note.body, pieces, note.first_line)
     root = str(note.root)
     chunks = []
-    for index, text in enumerate(pieces):
+    for index, (text, span) in enumerate(zip(pieces, spans, strict=True)):
         metadata: dict[str, Any] = {
             "source": note.source,
             "root": root,
@@ -65,6 +72,41 @@ def chunk_note(note: NoteFile, text_splitter: TextSplitter | None = None) -> lis
             "chunk": index,
             "title": note.title,
             "tags": ", ".join(note.tags),
+            "start_line": span.start_line,
+            "end_line": span.end_line,
+            "start_index": span.start_index,
         }
         chunks.append(Chunk(id=chunk_id(text, metadata), text=text, metadata=metadata))
+    return with_aliases(note, chunks)
+
+
+def chunk_pages(note: NoteFile, text_splitter: TextSplitter) -> list[Chunk]:
+    """Split a PDF page by page: each chunk carries its 1-based ``page``, so a citation
+    reads ``paper.pdf#p12``; chunk numbers run on across pages."""
+    root = str(note.root)
+    chunks: list[Chunk] = []
+    for page, page_text in enumerate(note.pages, start=1):
+        for text in (p for p in text_splitter.split_text(page_text) if p.strip()):
+            metadata: dict[str, Any] = {
+                "source": note.source,
+                "root": root,
+                "type": note.type,
+                "chunk": len(chunks),
+                "title": note.title,
+                "tags": ", ".join(note.tags),
+                "page": page,
+            }
+            chunks.append(Chunk(id=chunk_id(text, metadata), text=text, metadata=metadata))
     return chunks
+
+
+def with_aliases(note: NoteFile, chunks: list[Chunk]) -> list[Chunk]:
+    """Add the note's front-matter ``aliases`` to each chunk's metadata (and id); a note
+    without aliases keeps its chunks, and their ids, as they are."""
+    if not note.aliases:
+        return chunks
+    out = []
+    for chunk in chunks:
+        metadata = {**chunk.metadata, "aliases": ", ".join(note.aliases)}
+        out.append(Chunk(id=chunk_id(chunk.text, metadata), text=chunk.text, metadata=metadata))
+    return out

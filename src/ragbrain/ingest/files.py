@@ -10,7 +10,10 @@ from typing import Any
 
 import yaml
 
-SUFFIXES = frozenset({".md", ".markdown", ".txt"})
+from ragbrain.ingest import formats, obsidian
+
+MARKDOWN = frozenset({".md", ".markdown"})
+SUFFIXES = MARKDOWN | {".txt"} | formats.SUFFIXES
 MAX_BYTES = 2_000_000
 
 
@@ -24,6 +27,9 @@ class NoteFile:
     title: str
     body: str
     tags: tuple[str, ...] = field(default=())
+    aliases: tuple[str, ...] = field(default=())
+    pages: tuple[str, ...] = field(default=())  # a PDF's page texts: chunks carry page numbers
+    first_line: int = 1  # the file's line (1-based) where ``body`` begins
 
     @property
     def source(self) -> str:
@@ -88,21 +94,54 @@ def read_note(root: Path, path: Path, type_: str | None, max_bytes: int = MAX_BY
     """Read one file. The type is ``type_``, else the front matter's, else the folder's name.
 
     Raises:
-        ValueError: The file is binary, not UTF-8, too large, empty or has bad front matter.
+        ValueError: The file is binary, not UTF-8, too large, empty or has bad front matter
+            (PDF, HTML, Word: see ``formats.load_document``).
     """
+    if path.suffix.lower() in formats.SUFFIXES:
+        return read_document(root, path, type_, max_bytes)
     text = _decode(path, max_bytes).replace("\r\n", "\n")
-    meta, body = split_front_matter(text)
-    if not body.strip():
+    meta, raw_body = split_front_matter(text)
+    body = raw_body.strip()
+    # Lines before the body: the front matter's, then blank lines the strip removed.
+    skipped_lines = text.count("\n") - raw_body.count("\n")
+    skipped_lines += raw_body[: len(raw_body) - len(raw_body.lstrip())].count("\n")
+    if not body:
         raise ValueError("empty (no text after the front matter)")
     chosen = type_ or meta.get("type") or path.parent.name or "note"
-    tags = meta.get("tags") or ()
+    tags = meta.get("tags")
+    # No tags is none (not the tag "()"), a list is its items, anything else one tag.
+    listed = tuple(str(t) for t in tags) if isinstance(tags, list) else (str(tags),)
+    listed = () if not tags else listed
+    if path.suffix.lower() in MARKDOWN:
+        body = obsidian.resolve_links(body)
+        listed += tuple(t for t in obsidian.inline_tags(body) if t not in listed)
     return NoteFile(
         root=root,
         path=path,
         type=str(chosen).strip(),
         title=_title(meta, body, path),
-        body=body.strip(),
-        tags=tuple(str(t) for t in tags) if isinstance(tags, list) else (str(tags),),
+        body=body,
+        tags=listed,
+        aliases=obsidian.aliases(meta),
+        first_line=1 + skipped_lines,
+    )
+
+
+def read_document(root: Path, path: Path, type_: str | None, max_bytes: int) -> NoteFile:
+    """Read a PDF, HTML or Word file; its title is the file's own, else the file name.
+
+    Raises:
+        ValueError: The file cannot be read (the reason says why, and how to install a
+            missing library).
+    """
+    document = formats.load_document(path, max_bytes)
+    return NoteFile(
+        root=root,
+        path=path,
+        type=(type_ or path.parent.name or "note").strip(),
+        title=document.title or path.stem,
+        body="\n\n".join(p for p in document.pages if p),
+        pages=document.pages if document.paged else (),
     )
 
 
@@ -127,20 +166,38 @@ def _candidates(root: Path) -> Iterator[Path | Skipped]:
             yield path
 
 
+def list_candidates(root: Path) -> list[Path | Skipped]:
+    """The note files under the folder ``root`` as ``find_notes`` walks it (without reading
+    them), and the links it refuses; for the watcher, which rereads only what changed."""
+    return list(_candidates(root))
+
+
 def find_notes(
-    path: Path, type_: str | None = None, max_bytes: int = MAX_BYTES
+    path: Path, type_: str | None = None, max_bytes: int = MAX_BYTES, root: Path | None = None
 ) -> tuple[Path, list[NoteFile], list[Skipped]]:
     """Read every note under ``path`` (a folder, recursively, or one file).
+
+    Args:
+        root: The folder sources are relative to; default ``path`` itself, or a file's folder.
 
     Returns:
         The root the sources are relative to, the notes read, and the files skipped with
         their reasons.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        ValueError: ``path`` is not inside ``root``.
     """
     path = path.expanduser().absolute()
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file or folder")
-    root = path if path.is_dir() else path.parent
-    found: list[Path | Skipped] = list(_candidates(root)) if path.is_dir() else [path]
+    if root is None:
+        root = path if path.is_dir() else path.parent
+    else:
+        root = root.expanduser().absolute()
+        if not path.is_relative_to(root):
+            raise ValueError(f"{path} is not inside {root}")
+    found: list[Path | Skipped] = list(_candidates(path)) if path.is_dir() else [path]
     notes: list[NoteFile] = []
     skipped: list[Skipped] = []
     for item in found:

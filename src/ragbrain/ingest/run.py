@@ -49,6 +49,7 @@ def ingest(
     prune: bool = True,
     max_bytes: int = MAX_BYTES,
     progress: Progress | None = None,
+    root: str | Path | None = None,
 ) -> IngestReport:
     """Ingest a file or a folder (recursively) into ``store``.
 
@@ -62,13 +63,17 @@ def ingest(
         prune: When ``path`` is a folder, delete chunks of files that are no longer there.
         max_bytes: Larger files are skipped.
         progress: Called with (chunks embedded so far, chunks to embed).
+        root: The folder sources are relative to (it must hold ``path``); default ``path``
+            itself, or a file's folder. Only a folder ``path`` equal to it is pruned.
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
         StoreLockedError: Another process is ingesting into the same store folder.
         StoreUnavailableError: The store's server stayed unreachable past the deadline.
     """
-    root, notes, skipped = find_notes(Path(path), type_, max_bytes)
+    root, notes, skipped = find_notes(
+        Path(path), type_, max_bytes, None if root is None else Path(root)
+    )
     for item in skipped:
         log.warning("Skipped %s: %s", item.path, item.reason)
     report = IngestReport(root=root, files=len(notes), skipped=skipped)
@@ -84,7 +89,10 @@ def ingest(
                 report.restored,
                 store.location,
             )
-        existing = store.ids_by_source(str(root))
+        # A folder is compared with everything ingested from its root; a file only with its
+        # own chunks (reading every chunk of a 10k-chunk root costs ~2 s).
+        whole = Path(path).expanduser().absolute().is_dir()
+        existing = store.ids_by_source(str(root), None if whole else [n.source for n in notes])
 
         wanted: dict[str, set[str]] = {}
         to_write: list[Chunk] = []
@@ -96,14 +104,14 @@ def ingest(
             to_write += [c for c in chunks if c.id not in have]
             report.unchanged += len(ids & have)
 
-        _write(store, to_write, progress)
+        write_chunks(store, to_write, progress)
         report.added = len(to_write)
 
         stale: list[str] = []
         for source, ids in existing.items():
             if source in wanted:
                 stale += sorted(ids - wanted[source])
-            elif prune and Path(path).is_dir():
+            elif prune and Path(path).expanduser().absolute() == root:
                 stale += sorted(ids)
         store.delete(stale)
         report.deleted = len(stale)
@@ -116,7 +124,8 @@ def ingest(
     return report
 
 
-def _write(store: Store, chunks: list[Chunk], progress: Progress | None) -> None:
+def write_chunks(store: Store, chunks: list[Chunk], progress: Progress | None = None) -> None:
+    """Embed and upsert ``chunks``, ``EMBED_BATCH`` at a time, reporting progress."""
     total = len(chunks)
     if progress:
         progress(0, total)

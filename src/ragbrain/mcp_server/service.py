@@ -12,13 +12,19 @@ from typing import TYPE_CHECKING
 
 from ragbrain.critic.base import threshold_label
 from ragbrain.embeddings import model_name_of
-from ragbrain.errors import InvalidInputError
+from ragbrain.errors import InvalidInputError, RagbrainError
 from ragbrain.factory import CriticChoice, resolve_critic
 from ragbrain.gates import run_gate
+from ragbrain.graph import build_graph
+from ragbrain.inbox import Inbox
 from ragbrain.mcp_server.schemas import (
     MAX_LABEL_CHARS,
+    MAX_LINE,
     Chunk,
+    GetResult,
     IngestResult,
+    LineRange,
+    RememberResult,
     SearchResult,
     SkippedFile,
     StatsResult,
@@ -26,12 +32,17 @@ from ragbrain.mcp_server.schemas import (
     finite_or_none,
 )
 from ragbrain.nodes.critic import bind_critic
+from ragbrain.paths import default_store_path
+from ragbrain.render import cite
 from ragbrain.retriever import CorrectiveRetriever
 from ragbrain.state import RETRIEVAL_KEY
-from ragbrain.store import Store, default_store_path
+from ragbrain.store import Store
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
+
+    from ragbrain.ingest.watch import Watcher
+    from ragbrain.lexical.sync import LexicalSearcher
 
 log = logging.getLogger(__name__)
 
@@ -43,10 +54,15 @@ class Loaded:
     store: Store
     retriever: CorrectiveRetriever
     critic: str
+    lexical: LexicalSearcher
 
 
 def _label(value: object) -> str:
     return clean_text(str(value or ""), MAX_LABEL_CHARS)[0]
+
+
+def _line(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def check_roots(roots: Sequence[str | Path]) -> tuple[Path, ...]:
@@ -79,6 +95,9 @@ class RagbrainService:
         allowed: Sequence[str | Path] = (),
         critic: CriticChoice = "default",
         embeddings: Embeddings | None = None,
+        watch: bool = False,
+        debounce: float = 1.0,
+        inbox: str | Path | None = None,
     ) -> None:
         """Check the settings; nothing is loaded yet.
 
@@ -89,17 +108,28 @@ class RagbrainService:
             critic: As for ``CorrectiveRetriever.from_store``; a critic that fails to load is
                 turned off (and the trace says why) rather than stopping the server.
             embeddings: Any LangChain ``Embeddings``; None is the bundled all-MiniLM-L6-v2.
+            watch: Keep the allowed folders in step with the store from a background
+                thread (``start_watching``), as ``ragbrain watch`` does.
+            debounce: Seconds of quiet that end a burst of saves (with ``watch``).
+            inbox: The folder ``remember`` writes notes to; it must lie inside an allowed
+                folder (links followed). None turns ``remember`` off.
 
         Raises:
-            InvalidInputError: An allowed folder does not exist.
+            InvalidInputError: An allowed folder does not exist, ``watch`` without any, or
+                the inbox is not a folder inside one.
         """
+        if watch and not allowed:
+            raise InvalidInputError("--watch needs at least one --allow DIR to follow.")
         self.store_path = Path(store_path).expanduser() if store_path else default_store_path()
         self.allowed = check_roots(allowed)
+        self.inbox = None if inbox is None else Inbox.inside(inbox, self.allowed)
         self._critic_choice = critic
         self._embeddings = embeddings
         self._loaded: Loaded | None = None
         self._load_lock = threading.Lock()
         self._write_lock = threading.Lock()
+        self._watch, self._debounce = watch, debounce
+        self._watcher: Watcher | None = None
 
     def start_loading(self) -> None:
         """Load in a background thread; errors are logged here and raised again on use."""
@@ -109,6 +139,9 @@ class RagbrainService:
                 self.load()
             except Exception as exc:  # the first tool call reports it to the client
                 log.error("Could not load the store: %s", exc)
+                return
+            if self._watch:
+                self.start_watching()
 
         threading.Thread(target=load, name="ragbrain-load", daemon=True).start()
 
@@ -127,17 +160,17 @@ class RagbrainService:
                 from ragbrain.embeddings import default_embeddings
 
                 embeddings = default_embeddings()
-            # The store the tools write to and count; the retriever is built the way every
-            # other caller builds it (lexical index, calibrated gate, critic), over the same
-            # folder.
+            # One store for the tools and the retriever's graph, built as open_graph builds
+            # it (lexical index, calibrated gate, critic): a note that remember or ingest
+            # writes is seen by the next search (a second client on the same folder would
+            # not see it).
             store = Store.open(self.store_path, embeddings, create=bool(self.allowed))
             critic, off_reason = resolve_critic(self._critic_choice, "disable")
-            retriever = CorrectiveRetriever.from_store(
-                self.store_path,
-                embeddings=embeddings,
-                critic=self._critic_choice if critic is None else critic,
-                on_critic_error="disable",
-            )
+            from ragbrain.lexical.sync import LexicalSearcher
+
+            lexical = LexicalSearcher(store)
+            graph = build_graph(store, critic, critic_off_reason=off_reason, lexical=lexical)
+            retriever = CorrectiveRetriever(graph=graph)
             if critic is None:
                 status = f"off: {off_reason}"
             else:
@@ -145,7 +178,7 @@ class RagbrainService:
                 where = getattr(critic, "folder", None)
                 status = f"{type(critic).__name__}{f' from {where}' if where else ''}, "
                 status += threshold_label(critic, critic.threshold)
-            self._loaded = Loaded(store=store, retriever=retriever, critic=status)
+            self._loaded = Loaded(store=store, retriever=retriever, critic=status, lexical=lexical)
             log.info(
                 "Loaded the store %s and the models in %.1f s (critic: %s).",
                 store.location,
@@ -162,13 +195,24 @@ class RagbrainService:
         for doc in output["documents"]:
             trace = doc.metadata[RETRIEVAL_KEY]
             text, truncated = clean_text(doc.page_content)
+            source = _label(doc.metadata.get("source"))
             chunks.append(
                 Chunk(
                     text=text,
                     truncated=truncated,
-                    source=_label(doc.metadata.get("source")),
+                    source=source,
                     type=_label(doc.metadata.get("type")),
                     chunk=int(doc.metadata.get("chunk", 0)),
+                    start_line=_line(doc.metadata.get("start_line")),
+                    end_line=_line(doc.metadata.get("end_line")),
+                    cite=_label(
+                        cite(
+                            source,
+                            doc.metadata.get("start_line"),
+                            doc.metadata.get("end_line"),
+                            doc.metadata.get("page"),
+                        )
+                    ),
                     title=_label(doc.metadata.get("title")),
                     distance=float(trace["distance"]),
                     critic_score=finite_or_none(trace["critic_score"]),
@@ -223,6 +267,7 @@ class RagbrainService:
         loaded = self.load()
         with self._write_lock:
             report = ingest(path, loaded.store, type_=type_)
+            loaded.lexical.refresh()  # the next search sees the new chunks at once
         return IngestResult(
             root=str(report.root),
             files=report.files,
@@ -234,6 +279,103 @@ class RagbrainService:
                 for item in report.skipped
             ],
         )
+
+    # --- watch (issue #22) ---
+    def start_watching(self) -> None:
+        """Follow the allowed folders in this thread until ``stop_watching``: an initial
+        ingest of each, then debounced updates. Writes take the ingest tool's lock;
+        searches take no lock, so they never wait for an update. Problems are logged."""
+        from ragbrain.ingest.watch import Watcher
+
+        loaded = self.load()
+        watcher = Watcher(
+            self.allowed,
+            loaded.store,
+            debounce=self._debounce,
+            status=lambda line: log.info("watch: %s", line),
+            write_lock=self._write_lock,
+        )
+        self._watcher = watcher
+        try:
+            watcher.start()
+            for report in watcher.initial():
+                log.info("watch: %s: %s", report.root, report.summary())
+            watcher.run()
+        except RagbrainError as exc:
+            log.error("watch stopped: %s", exc)
+
+    def stop_watching(self) -> None:
+        """Ask the watcher (if any) to stop after the update it is applying."""
+        if self._watcher is not None:
+            self._watcher.stop()
+
+    # --- end watch ---
+    def get(
+        self,
+        source: str,
+        start_line: int | None = None,
+        end_line: int | None = None,
+        chunk: int | None = None,
+        neighbours: int = 0,
+    ) -> GetResult:
+        """Read a note back from the store: whole, a line range, or a chunk and neighbours."""
+        from ragbrain.reader import read_source
+
+        lines = None
+        if start_line is not None or end_line is not None:
+            lines = (start_line or 1, end_line or MAX_LINE)
+        excerpt = read_source(
+            self.load().store, source, lines=lines, chunk=chunk, neighbours=neighbours
+        )
+        span = None
+        if excerpt.first_line is not None and excerpt.last_line is not None:
+            span = LineRange(start_line=excerpt.first_line, end_line=excerpt.last_line)
+        return GetResult(
+            source=_label(excerpt.source),
+            title=_label(excerpt.title),
+            type=_label(excerpt.type),
+            text=excerpt.text,
+            start_line=excerpt.start_line,
+            end_line=excerpt.end_line,
+            cite=_label(cite(excerpt.source, excerpt.start_line, excerpt.end_line)),
+            note_lines=span,
+            chunks=list(excerpt.chunks),
+            truncated=excerpt.truncated,
+            next=None
+            if excerpt.next_lines is None
+            else LineRange(start_line=excerpt.next_lines[0], end_line=excerpt.next_lines[1]),
+        )
+
+    def remember(
+        self, title: str, text: str, type_: str, tags: list[str] | None = None
+    ) -> RememberResult:
+        """Write a new note into the inbox and ingest it at once (one write at a time).
+
+        Raises:
+            InvalidInputError: ``remember`` is off (no inbox), or the note is refused (see
+                ``ragbrain.inbox.check_note``).
+        """
+        from ragbrain.ingest import ingest
+
+        if self.inbox is None:
+            raise InvalidInputError(
+                "remember is off: start the server with --inbox DIR (inside an --allow "
+                "folder) to let it write notes."
+            )
+        loaded = self.load()
+        with self._write_lock:
+            path = self.inbox.write(title, text, type_, tags or ())
+            report = ingest(path, loaded.store, root=self.inbox.root)
+            loaded.lexical.refresh()
+        source = path.relative_to(self.inbox.root).as_posix()
+        spans = [
+            (m.get("start_line"), m.get("end_line")) for _, m in loaded.store.chunks_of(source)
+        ]
+        starts = [s for s, _ in spans if isinstance(s, int)]
+        ends = [e for _, e in spans if isinstance(e, int)]
+        where = cite(source, min(starts), max(ends)) if starts and ends else source
+        log.info("remember wrote %s (%d chunks).", path, report.added)
+        return RememberResult(source=_label(source), chunks=report.added, cite=_label(where))
 
     def stats(self) -> StatsResult:
         """Chunk counts per type, where the store is, and which models answer."""
@@ -247,4 +389,5 @@ class RagbrainService:
             critic=loaded.critic,
             gate_threshold=run_gate(store, loaded.retriever.context.gate_threshold)[0],
             allowed_roots=[str(root) for root in self.allowed],
+            inbox=None if self.inbox is None else str(self.inbox.folder),
         )

@@ -1,0 +1,444 @@
+"""Store: one cosine Chroma collection and the embeddings that fill it (reads, writes, search).
+
+(About 420 lines, over the package's ~300: ``Store`` is the one object every reader and writer
+holds, and each of its methods is a single Chroma operation under the store's deadline;
+connecting, the collection's checks and crash repair live in the modules beside it.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import math
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from functools import lru_cache, partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+
+from ragbrain.embeddings import model_name_of
+from ragbrain.errors import InvalidInputError
+from ragbrain.paths import cache_root
+from ragbrain.state import Hit
+from ragbrain.store.collection import open_collection
+from ragbrain.store.connect import connect
+from ragbrain.store.keys import (
+    BATCH,
+    COLLECTION,
+    DIMENSION_KEY,
+    GATE_KEY,
+    GATE_SOURCE_KEY,
+    MODEL_KEY,
+    PAGE,
+)
+from ragbrain.store.repair import restore_missing_vectors, writer_lock
+from ragbrain.store.resilience import StorePolicy, call
+from ragbrain.store.type_index import KnownTypes, TypeIndex, type_where, typed_nearest
+
+if TYPE_CHECKING:
+    from chromadb.api.models.Collection import Collection
+    from chromadb.api.types import GetResult, Include
+    from langchain_core.embeddings import Embeddings
+
+T = TypeVar("T")
+
+
+class Store:
+    """A cosine Chroma collection and the embeddings that fill it."""
+
+    def __init__(
+        self,
+        collection: Collection,
+        embeddings: Embeddings,
+        *,
+        location: str,
+        policy: StorePolicy | None = None,
+        folder: Path | None = None,
+    ) -> None:
+        self.collection = collection
+        self.embeddings = embeddings
+        self.location = location
+        self.policy = policy or StorePolicy()
+        self.folder = folder  # None for a server-backed store
+        self._lock = threading.Lock()
+        self._embed_query = lru_cache(maxsize=256)(self._embed_query_uncached)
+        self._type_index = TypeIndex(
+            collection, cache_folder=self.sidecar("type-vectors"), version=self.version
+        )
+
+    @property
+    def embedding_model(self) -> str | None:
+        """The embedding model behind this store's distances: the one queries are embedded
+        with, unless the store records another (then None: the distances mix two models)."""
+        model = model_name_of(self.embeddings)
+        recorded = (self.collection.metadata or {}).get(MODEL_KEY)
+        return model if recorded in (None, model) else None
+
+    def sidecar(self, name: str, suffix: str = "") -> Path:
+        """Where ragbrain keeps a file or folder beside the collection: ``<store>/<name><suffix>``,
+        or for a server store, ``$RAGBRAIN_CACHE/<name>/<digest of the URL><suffix>``."""
+        if self.folder is not None:
+            return self.folder / f"{name}{suffix}"
+        digest = hashlib.sha256(self.location.encode()).hexdigest()[:16]
+        return cache_root() / name / f"{digest}{suffix}"
+
+    def learn_types_from(self, known: Callable[[], KnownTypes]) -> None:
+        """Let type-filtered searches read chunk types from an index of the whole store
+        (``known()`` returns its current version; the lexical index registers itself), and
+        keep the rare types' vectors if they are missing (``TypeIndex.learn_from``)."""
+        self._type_index.learn_from(known)
+
+    def keep_small_types(self, known: KnownTypes) -> list[str]:
+        """Keep on disk the vectors of the types too rare for over-fetching to find (see
+        ``TypeIndex.keep_small_types``); ``known`` must be in step with the store."""
+        return self._type_index.keep_small_types(known)
+
+    @classmethod
+    def open(
+        cls,
+        path: str | Path | None,
+        embeddings: Embeddings,
+        *,
+        create: bool = False,
+        convert_space: bool = False,
+        server: str | None = None,
+        policy: StorePolicy | None = None,
+    ) -> Store:
+        """Open (or with ``create``, create) the store in ``path`` or on a Chroma ``server``.
+
+        Args:
+            path: The store folder; None means ``default_store_path()``. Ignored with ``server``.
+            embeddings: The model that embeds chunks and queries.
+            create: Create the folder and a cosine collection if they are missing.
+            convert_space: Copy a collection of another distance space into a cosine one
+                instead of refusing it.
+            server: ``http://HOST:PORT`` of a Chroma server (``chroma run``) to use instead
+                of a folder.
+            policy: Deadline and retries of every store call; None is ``StorePolicy()``.
+
+        Raises:
+            StoreNotFoundError: No store there and ``create`` is false.
+            StoreMismatchError: The collection's space is not cosine, or its vectors have
+                another dimension than ``embeddings`` produces.
+            StoreUnavailableError: The server could not be reached within the deadline.
+        """
+        policy = policy or StorePolicy()
+        client, where, folder = connect(path, server, policy, create=create)
+        hint = f"--server {server}" if server else f"--store {where}"
+        collection = open_collection(
+            client,
+            where,
+            hint,
+            model=model_name_of(embeddings),
+            dimension=len(embeddings.embed_query("dimension probe")),
+            create=create,
+            convert_space=convert_space,
+            policy=policy,
+        )
+        return cls(collection, embeddings, location=where, policy=policy, folder=folder)
+
+    def call(self, what: str, fn: Callable[[], T]) -> T:
+        """Run one Chroma operation under the store's deadline and retry policy."""
+        return call(self.policy, f"{what} ({self.location})", fn)
+
+    def writing(self) -> contextlib.AbstractContextManager[None]:
+        """Hold the store's writer lock (embedded stores only; a server orders writes itself).
+
+        Raises:
+            StoreLockedError: Another process is writing to the same store folder.
+        """
+        return writer_lock(self.folder)
+
+    def restore_missing_vectors(self) -> list[str]:
+        """Write back the chunks Chroma's vector index lost in a crash (``repair``).
+
+        Returns:
+            The ids written back.
+        """
+        return restore_missing_vectors(self)
+
+    def embed_query(self, query: str) -> tuple[float, ...]:
+        """The query's vector as searches use it: from a small per-store cache, checked to be
+        finite and not zero."""
+        return self._embed_query(query)
+
+    def forget_queries(self) -> None:
+        """Empty the query-vector cache, so the next searches embed each query afresh."""
+        self._embed_query.cache_clear()
+
+    def _embed_query_uncached(self, query: str) -> tuple[float, ...]:
+        vector = self.embeddings.embed_query(query)
+        if not all(math.isfinite(x) for x in vector) or not any(vector):
+            raise InvalidInputError(f"The embedding of {query[:40]!r} is zero or not finite.")
+        return tuple(vector)
+
+    def gate_threshold(self) -> float | None:
+        """The gate threshold calibrated for this store, if ``ragbrain calibrate`` wrote one."""
+        value = (self.collection.metadata or {}).get(GATE_KEY)
+        return float(value) if isinstance(value, int | float) else None
+
+    def set_gate_threshold(self, threshold: float, source: str) -> None:
+        """Record a calibrated gate threshold (and what produced it) in the collection metadata."""
+        if not 0.0 <= threshold <= 2.0:
+            raise InvalidInputError(
+                f"A gate threshold is a cosine distance in [0, 2], got {threshold}."
+            )
+        kept = {
+            k: v for k, v in (self.collection.metadata or {}).items() if not k.startswith("hnsw:")
+        }
+        self.call(
+            "Writing the gate threshold",
+            lambda: self.collection.modify(
+                metadata={**kept, GATE_KEY: threshold, GATE_SOURCE_KEY: source}
+            ),
+        )
+
+    @staticmethod
+    def read_gate_threshold(
+        path: str | Path | None, *, server: str | None = None, policy: StorePolicy | None = None
+    ) -> float | None:
+        """The calibrated gate threshold of the store in ``path`` or on ``server``."""
+        policy = policy or StorePolicy()
+        client, where, _ = connect(path, server, policy, create=True)
+        metadata = call(
+            policy,
+            f"Reading the gate threshold at {where}",
+            lambda: client.get_collection(COLLECTION, embedding_function=None).metadata,
+        )
+        value = (metadata or {}).get(GATE_KEY)
+        return float(value) if isinstance(value, int | float) else None
+
+    def count(self) -> int:
+        """Number of chunks in the store."""
+        return int(self.call("Counting chunks", self.collection.count))
+
+    def version(self) -> tuple[int, int] | None:
+        """A token that changes whenever an embedded store's data may have (the modification
+        time and size of its SQLite file, where Chroma writes every add, update and delete,
+        by any process; reads leave it alone); None for a server store or an unreadable file.
+
+        Long-lived readers compare it before paying for ``count``: Chroma's costs ~10 ms at
+        100k chunks and ~120 ms at 1M. Take it *before* the count it vouches for, so a write
+        in between changes it again.
+        """
+        if self.folder is None:
+            return None
+        try:
+            stat = (self.folder / "chroma.sqlite3").stat()
+        except OSError:
+            return None
+        return stat.st_mtime_ns, stat.st_size
+
+    def search(self, query: str, k: int, types: Sequence[str] | None = None) -> list[Hit]:
+        """The ``k`` chunks nearest to ``query``, optionally only of the given types.
+
+        Distances are cosine (0 = same direction); tiny negative ones from float error are
+        clamped to 0. Results are sorted, best first.
+        """
+        vector: list[Sequence[float]] = [self._embed_query(query)]
+        if not types:
+            return self._nearest(vector, k, None)
+        # Type filter: Chroma's `where` is 25-70x slower at 100k chunks, so first
+        # over-fetch unfiltered and filter in memory (see type_index.py); a rare type falls
+        # through to Chroma's own filter.
+        hits = typed_nearest(self.collection, self._type_index, vector[0], k, set(types))
+        return hits if hits is not None else self._nearest(vector, k, type_where(types))
+
+    def _nearest(
+        self, vector: list[Sequence[float]], k: int, where: dict[str, Any] | None
+    ) -> list[Hit]:
+        # Chroma refuses tuples (the query-embedding cache holds tuples).
+        embeddings: list[Sequence[float]] = [list(v) for v in vector]
+        result = self.call(
+            "Searching",
+            lambda: self.collection.query(
+                query_embeddings=embeddings,
+                n_results=k,
+                where=where,
+                include=["documents", "metadatas", "distances"],
+            ),
+        )
+        ids = result["ids"][0]
+        texts = (result["documents"] or [[]])[0]
+        metadatas = (result["metadatas"] or [[]])[0]
+        distances = (result["distances"] or [[]])[0]
+        hits = [
+            Hit(
+                id=id_,
+                text=text or "",
+                metadata=dict(meta or {}),
+                distance=max(0.0, float(dist)),
+                from_fallback=False,
+            )
+            for id_, text, meta, dist in zip(ids, texts, metadatas, distances, strict=True)
+        ]
+        return sorted(hits, key=lambda h: h["distance"])
+
+    def pages(self, include: Include, where: dict[str, Any] | None = None) -> Iterator[GetResult]:
+        """Every record (or those matching ``where``), ``PAGE`` at a time, as Chroma's
+        ``get`` returns them; a store of any size, in the collection's own order."""
+        offset = 0
+        while True:
+            page = self.call(
+                "Listing chunks",
+                partial(
+                    self.collection.get, where=where, include=include, limit=PAGE, offset=offset
+                ),
+            )
+            if not page["ids"]:
+                return
+            yield page
+            offset += len(page["ids"])
+
+    def ids_by_source(self, root: str, sources: Sequence[str] | None = None) -> dict[str, set[str]]:
+        """Chunk ids of every file ingested from ``root`` (or only of ``sources``), by source
+        path."""
+        by_source: dict[str, set[str]] = {}
+        where: dict[str, Any] = {"root": root}
+        if sources is not None:
+            where = {"$and": [where, {"source": {"$in": list(sources) or [""]}}]}
+        for page in self.pages(["metadatas"], where=where):
+            for id_, meta in zip(page["ids"], page["metadatas"] or [], strict=True):
+                by_source.setdefault(str((meta or {}).get("source", "")), set()).add(id_)
+        return by_source
+
+    def upsert(
+        self,
+        ids: Sequence[str],
+        texts: Sequence[str],
+        metadatas: Sequence[dict[str, Any]],
+        vectors: Sequence[Sequence[float]],
+    ) -> None:
+        """Write chunks with their vectors; an existing id is overwritten, never duplicated.
+
+        Raises:
+            InvalidInputError: Lengths differ, or a vector is empty, NaN, infinite, all zero
+                or of another dimension than the store's (nothing is written then).
+        """
+        self._check_vectors(ids, texts, metadatas, vectors)
+        self._type_index.forget(ids)  # their type may change: look it up again when seen
+        with self._lock:
+            for start in range(0, len(ids), BATCH):
+                end = start + BATCH
+                # Upserting by id is idempotent, so a retried batch never duplicates.
+                self.call(
+                    "Writing chunks",
+                    partial(
+                        self.collection.upsert,
+                        ids=list(ids[start:end]),
+                        documents=list(texts[start:end]),
+                        metadatas=[dict(m) for m in metadatas[start:end]],
+                        embeddings=list(vectors[start:end]),
+                    ),
+                )
+
+    def _check_vectors(
+        self,
+        ids: Sequence[str],
+        texts: Sequence[str],
+        metadatas: Sequence[dict[str, Any]],
+        vectors: Sequence[Sequence[float]],
+    ) -> None:
+        if not len(ids) == len(texts) == len(metadatas) == len(vectors):
+            raise InvalidInputError(
+                f"upsert needs as many ids, texts, metadatas and vectors; got {len(ids)}, "
+                f"{len(texts)}, {len(metadatas)} and {len(vectors)}."
+            )
+        stored = (self.collection.metadata or {}).get(DIMENSION_KEY)
+        expected = int(stored) if isinstance(stored, int | float) else None
+        for id_, vector in zip(ids, vectors, strict=True):
+            if expected is not None and len(vector) != expected:
+                raise InvalidInputError(
+                    f"The vector of chunk {id_} has {len(vector)} dimensions; the store holds "
+                    f"{expected}-dimensional ones. Embed with the store's model."
+                )
+            if not any(vector) or not all(math.isfinite(x) for x in vector):
+                raise InvalidInputError(
+                    f"The vector of chunk {id_} is empty, all zero, NaN or infinite; the "
+                    "embedding model returned a vector that cannot be searched."
+                )
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Remove chunks by id."""
+        self._type_index.forget(ids)
+        with self._lock:
+            for start in range(0, len(ids), BATCH):
+                batch = list(ids[start : start + BATCH])
+                self.call("Deleting chunks", partial(self.collection.delete, ids=batch))
+
+    def all_ids(self) -> list[str]:
+        """Every chunk id in the store (what the lexical index's fingerprint is checked against)."""
+        found = self.call("Listing chunk ids", lambda: self.collection.get(include=[]))
+        return list(found["ids"])
+
+    def texts_and_types(self, ids: Sequence[str]) -> list[tuple[str, str, str]]:
+        """``(id, text, type)`` of the given chunks (missing ids are left out)."""
+        rows: list[tuple[str, str, str]] = []
+        for start in range(0, len(ids), BATCH):
+            batch = list(ids[start : start + BATCH])
+            found = self.call(
+                "Reading chunks",
+                lambda batch=batch: self.collection.get(  # type: ignore[misc]
+                    ids=batch, include=["documents", "metadatas"]
+                ),
+            )
+            texts = found["documents"] or [""] * len(found["ids"])
+            metas = found["metadatas"] or [{}] * len(found["ids"])
+            rows += [
+                (id_, text or "", str((meta or {}).get("type", "")))
+                for id_, text, meta in zip(found["ids"], texts, metas, strict=True)
+            ]
+        return rows
+
+    def hits_by_id(self, query: str, ids: Sequence[str]) -> list[Hit]:
+        """The given chunks as hits, each with its true cosine distance to ``query``.
+
+        Computed from the chunk's stored embedding, so a chunk found by the lexical index
+        carries the same kind of distance as one found by the vector search.
+        """
+        if not ids:
+            return []
+        found = self.call(
+            "Reading chunks",
+            lambda: self.collection.get(
+                ids=list(ids), include=["documents", "metadatas", "embeddings"]
+            ),
+        )
+        if not found["ids"]:
+            return []
+        query_vector = np.asarray(self._embed_query(query), dtype=np.float64)
+        vectors = np.asarray(found["embeddings"], dtype=np.float64).reshape(len(found["ids"]), -1)
+        norms = np.linalg.norm(vectors, axis=1) * np.linalg.norm(query_vector)
+        cosines = (vectors @ query_vector) / np.where(norms > 0, norms, 1.0)
+        texts = found["documents"] or [""] * len(found["ids"])
+        metas = found["metadatas"] or [{}] * len(found["ids"])
+        return [
+            Hit(
+                id=id_,
+                text=text or "",
+                metadata=dict(meta or {}),
+                distance=max(0.0, 1.0 - float(cos)),
+                from_fallback=False,
+            )
+            for id_, text, meta, cos in zip(found["ids"], texts, metas, cosines, strict=True)
+        ]
+
+    def chunks_of(self, source: str) -> list[tuple[str, dict[str, Any]]]:
+        """``(text, metadata)`` of every chunk whose ``source`` is exactly ``source``."""
+        found: list[tuple[str, dict[str, Any]]] = []
+        for page in self.pages(["documents", "metadatas"], where={"source": source}):
+            texts = page["documents"] or [""] * len(page["ids"])
+            metas = page["metadatas"] or [{}] * len(page["ids"])
+            found += [(t or "", dict(m or {})) for t, m in zip(texts, metas, strict=True)]
+        return found
+
+    def types(self) -> dict[str, int]:
+        """Chunk counts per note type."""
+        counts: dict[str, int] = {}
+        for page in self.pages(["metadatas"]):
+            for meta in page["metadatas"] or []:
+                type_ = str((meta or {}).get("type", ""))
+                counts[type_] = counts.get(type_, 0) + 1
+        return counts

@@ -1,0 +1,485 @@
+"""Fast type-filtered search: over-fetch the nearest chunks, filter them by type in memory.
+
+Chroma's ``where`` filter gathers every matching record before it searches: at 100k chunks a
+filtered query is 16-42x slower than an unfiltered one. Instead, the search reads the nearest
+``OVERFETCH * k`` chunks of any type (ids and distances only), keeps those whose type is wanted,
+and fetches text and metadata for the ``k`` alone. The result is exact whenever ``k`` of the
+nearest chunks have a wanted type.
+
+Types come from an index of the whole store when there is one (``learn_from``: the lexical
+index, which keeps every chunk's type), so even a fresh process filters without asking Chroma;
+otherwise each id's type is fetched from Chroma the first time it is met.
+
+When too few of the nearest chunks have a wanted type (a rare type), or the index says the
+type set is under 1 / ``OVERFETCH`` of the store, that type's vectors are searched exactly in
+memory (a matrix product: under a millisecond for thousands of chunks). They are read from
+Chroma in a background thread while Chroma's filter answers the query, and kept on disk beside
+the store (``ragbrain ingest`` writes them too, and so does ``learn_from`` when the rare
+types' are missing), so the next process finds them at once
+(checked against the type's current ids before use). A type set with more than
+``MAX_CACHED`` chunks always uses Chroma's filter. The in-memory copy is dropped when this
+store writes, and reloaded when the collection's count has changed (checked at most every
+``RECHECK_SECONDS``, and only once the store's version has moved), so another writer's
+changes show up too; every result is checked against Chroma before it is returned.
+
+(One module of ~480 lines, over the package's ~300: the over-fetch, the kept vectors and
+their freshness checks are one mechanism whose parts share the same cache entries.)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy
+from safetensors import SafetensorError, safe_open
+from safetensors.numpy import save_file
+
+from ragbrain.atomic import replacing
+from ragbrain.state import Hit
+
+if TYPE_CHECKING:
+    from chromadb.api.models.Collection import Collection
+
+logger = logging.getLogger(__name__)
+
+OVERFETCH = 10
+#: The most chunks of a type set whose vectors are kept in memory (15 MB at 384 dimensions).
+MAX_CACHED = 10_000
+#: How often, at most, a kept copy checks the collection's count for other writers' changes.
+RECHECK_SECONDS = 2.0
+#: Read a type set's vectors in a background thread (False: in the query that needs them).
+LOAD_IN_BACKGROUND = True
+
+
+CACHE_FORMAT = "ragbrain-type-vectors/1"
+
+
+class KnownTypes(Protocol):
+    """An index of every chunk's note type, as of the ``len()`` chunks it covers."""
+
+    #: Changes whenever the set of chunk ids does.
+    fingerprint: str
+
+    def __len__(self) -> int: ...
+
+    def type_of(self, id_: str) -> str | None:
+        """The chunk's type; None for an id the index does not know."""
+        ...
+
+    def ids_of_types(self, types: Iterable[str]) -> list[str]:
+        """Every chunk id of any of ``types``."""
+        ...
+
+    def type_counts(self) -> dict[str, int]:
+        """Chunks per type."""
+        ...
+
+
+def too_rare_to_overfetch(share: float) -> bool:
+    """Whether a type set with this share of the store's chunks is searched in memory at once:
+    among the ``OVERFETCH * k`` nearest chunks it would rarely find ``k`` of its own."""
+    return share * OVERFETCH < 1
+
+
+def type_where(types: Sequence[str]) -> dict[str, Any]:
+    """Chroma's ``where`` clause for chunks of any of ``types``."""
+    if len(types) == 1:
+        return {"type": types[0]}
+    return {"type": {"$in": list(types)}}
+
+
+@dataclass
+class _TypeVectors:
+    """The unit vectors of every chunk of one type set, as of ``count`` chunks in the store."""
+
+    ids: list[str]
+    matrix: numpy.ndarray[Any, Any]  # rows normalized, float32
+    count: int
+    checked: float
+    version: object = None  # the store's version the count was checked at (None: unknown)
+
+
+class TypeIndex:
+    """Chunk id -> note type, and exact in-memory search of rare types' vectors.
+
+    Without an index of the whole store, an id's type is fetched from Chroma when first met:
+    reading every chunk's type up front costs seconds at 100k chunks, a price a one-shot CLI
+    query would pay each time, while fetching the types of the ids a search returns costs a
+    millisecond or two, and the map warms up as a long-lived process keeps searching.
+    """
+
+    def __init__(
+        self,
+        collection: Collection,
+        limit: int = 1_000_000,
+        *,
+        keep_vectors: bool = True,
+        cache_folder: Path | None = None,
+        version: Callable[[], object] | None = None,
+    ) -> None:
+        """Args:
+        collection: The Chroma collection searched.
+        limit: The most id -> type entries kept (the map is emptied when it would grow past).
+        keep_vectors: Read and keep rare types' vectors for exact in-memory search; False
+            leaves rare types to Chroma's filter.
+        cache_folder: Where rare types' vectors are kept between processes; None keeps
+            them in memory only.
+        version: A cheap token of the store's data (``Store.version``); while it is
+            unchanged, kept vectors are not rechecked against the collection's count.
+        """
+        self._collection = collection
+        self._keep_vectors = keep_vectors
+        self._cache_folder = cache_folder
+        self._version = version or (lambda: None)
+        self._types: dict[str, str] = {}
+        self._limit = limit
+        self._lock = threading.Lock()
+        # Type set -> its vectors, or None when it has too many chunks to keep.
+        self._vectors: dict[frozenset[str], _TypeVectors | None] = {}
+        self._loading: set[frozenset[str]] = set()
+        self._generation = 0
+        self._known: Callable[[], KnownTypes] | None = None
+        # Ids this store has written since: their type is asked of Chroma, not of ``_known``
+        # (an index of the whole store may predate the write).
+        self._written: set[str] = set()
+
+    def learn_from(self, known: Callable[[], KnownTypes]) -> None:
+        """Take chunk types from an index of the whole store (``known()`` returns its current
+        version, in step with the store) instead of asking Chroma for each id met.
+
+        Also keeps the rare types' vectors when they are missing (a store written by other
+        means than `ragbrain ingest`), so that even the first query of such a type is not
+        Chroma's slow filter: 0.7-2.2 s more on the first open of the 100k benchmark store,
+        ~3 ms to check them when they are there.
+        """
+        with self._lock:
+            self._known = known
+            self._written.clear()
+        self.keep_small_types(known(), only_rare=True)
+
+    def _known_now(self) -> KnownTypes | None:
+        with self._lock:
+            source = self._known
+        return source() if source is not None else None
+
+    def types_of(self, ids: Sequence[str]) -> list[str]:
+        """The type of each id ("" when it has none or is gone)."""
+        known = self._known_now()
+        with self._lock:
+            found: dict[str, str] = {}
+            for id_ in ids:
+                type_ = self._types.get(id_)
+                if type_ is None and known is not None and id_ not in self._written:
+                    type_ = known.type_of(id_)
+                if type_ is not None:
+                    found[id_] = type_
+            unknown = [i for i in ids if i not in found]
+            if unknown:
+                if len(self._types) + len(unknown) > self._limit:
+                    self._types.clear()  # bounded memory on huge stores
+                page = self._collection.get(ids=unknown, include=["metadatas"])
+                for id_, meta in zip(page["ids"], page["metadatas"] or [], strict=True):
+                    found[id_] = self._types[id_] = str((meta or {}).get("type", ""))
+            return [found.get(i, "") for i in ids]
+
+    def share_of(self, types: frozenset[str]) -> float | None:
+        """The share of the store's chunks that have one of ``types``, by the index of the
+        whole store; None without one."""
+        known = self._known_now()
+        if known is None or not len(known):
+            return None
+        counts = known.type_counts()
+        return sum(counts.get(t, 0) for t in types) / len(known)
+
+    def forget(self, ids: Sequence[str]) -> None:
+        """Drop ids whose metadata may have changed (fetched again when seen), and every kept
+        copy of a type's vectors."""
+        with self._lock:
+            for id_ in ids:
+                self._types.pop(id_, None)
+            self._written.update(ids)
+            if len(self._written) > self._limit:
+                self._known = None  # too many writes to track: ask Chroma from now on
+                self._written.clear()
+            self._vectors.clear()
+            self._generation += 1  # a load under way may predate the write: not kept
+
+    def nearest_of_types(
+        self, vector: Sequence[float], k: int, types: frozenset[str]
+    ) -> list[tuple[str, float]] | None:
+        """The ``k`` chunks of ``types`` nearest to ``vector`` by exact cosine distance.
+
+        Returns:
+            ``(id, distance)`` pairs, best first; None while the type set's vectors are being
+            read, or when it has more than ``MAX_CACHED`` chunks (the caller then asks
+            Chroma's filter).
+        """
+        entry = self._type_vectors(types) if self._keep_vectors else None
+        if entry is None:
+            return None
+        if not entry.ids:
+            return []
+        query = numpy.asarray(vector, dtype=numpy.float32)
+        norm = float(numpy.linalg.norm(query))
+        if not norm:
+            return None
+        distances = 1.0 - entry.matrix @ (query / norm)
+        distances[~numpy.isfinite(distances)] = 2.0  # a damaged row is never near
+        if len(distances) > k:
+            nearest = numpy.argpartition(distances, k)[:k]
+        else:
+            nearest = numpy.arange(len(distances))
+        ordered = nearest[numpy.argsort(distances[nearest], kind="stable")]
+        return [(entry.ids[i], max(0.0, float(distances[i]))) for i in ordered]
+
+    def _type_vectors(self, types: frozenset[str]) -> _TypeVectors | None:
+        """The kept vectors of ``types`` if they are fresh; else those kept on disk if they
+        match the type's current ids; else (re)load them from Chroma and return None until
+        they are there (or, with ``LOAD_IN_BACKGROUND`` off, load them now)."""
+        with self._lock:
+            if types in self._vectors and self._still_fresh(types):
+                return self._vectors[types]
+            generation = self._generation
+        known = self._in_step()
+        if known is not None:
+            size = sum(known.type_counts().get(t, 0) for t in types)
+            stored = self._read_cached(types, known)[0] if size <= MAX_CACHED else None
+            with self._lock:
+                if generation == self._generation and (stored or size > MAX_CACHED):
+                    self._vectors[types] = stored
+                    return stored
+        with self._lock:
+            if types in self._loading:
+                return None
+            self._loading.add(types)
+        if LOAD_IN_BACKGROUND:
+            threading.Thread(
+                target=self._load, args=(types, known), name="ragbrain-type-vectors", daemon=True
+            ).start()
+            return None
+        self._load(types, known)
+        with self._lock:
+            return self._vectors.get(types)
+
+    def _still_fresh(self, types: frozenset[str]) -> bool:
+        """Whether the kept entry of ``types`` may be used (call with the lock held); a stale
+        one is dropped. The collection's count is checked at most every ``RECHECK_SECONDS``."""
+        entry = self._vectors[types]
+        now = time.monotonic()
+        if entry is None or now - entry.checked < RECHECK_SECONDS:
+            return True
+        version = self._version()
+        if version is not None and version == entry.version:
+            entry.checked = now
+            return True
+        if self._collection.count() == entry.count:
+            entry.checked, entry.version = now, version
+            return True
+        del self._vectors[types]
+        return False
+
+    def _in_step(self) -> KnownTypes | None:
+        """The index of the whole store, unless this store wrote since (the index may not have
+        those writes yet). It keeps itself in step with other writers (the lexical searcher
+        rechecks the count every few seconds), so no count is asked here: Chroma's costs ~14 ms
+        at 100k chunks."""
+        known = self._known_now()
+        with self._lock:
+            return None if self._written else known
+
+    def keep_small_types(self, known: KnownTypes, *, only_rare: bool = False) -> list[str]:
+        """Read and keep on disk the vectors of every type with at most ``MAX_CACHED`` chunks
+        whose kept copy is missing or out of date, so that the next process searches them in
+        memory from its first query (``ragbrain ingest`` calls this after writing).
+
+        Args:
+            known: An index of the whole store, in step with it.
+            only_rare: Only the types under 1 / ``OVERFETCH`` of the store, which a query
+                searches in memory at once (the others need their vectors only when an
+                over-fetch falls short, and read them then).
+
+        Returns:
+            The types whose vectors were (re)read.
+        """
+        if self._cache_folder is None or not self._keep_vectors:
+            return []
+        refreshed = []
+        for type_, size in sorted(known.type_counts().items()):
+            types = frozenset({type_})
+            if size > MAX_CACHED or not type_:  # "": chunks without a type, never filtered on
+                continue
+            if only_rare and not too_rare_to_overfetch(size / len(known)):
+                continue
+            stored, same_store = self._read_cached(types, known)
+            if stored is not None and not same_store:  # other chunks changed: re-stamp it
+                self._write_cached(types, stored, known.fingerprint)
+            elif stored is None:
+                with self._lock:
+                    self._loading.add(types)
+                self._load(types, known)
+                refreshed.append(type_)
+        return refreshed
+
+    def _cache_file(self, types: frozenset[str]) -> Path | None:
+        if self._cache_folder is None:
+            return None
+        digest = hashlib.sha256("\0".join(sorted(types)).encode("utf-8")).hexdigest()[:16]
+        return self._cache_folder / f"{digest}.safetensors"
+
+    def _read_cached(
+        self, types: frozenset[str], known: KnownTypes
+    ) -> tuple[_TypeVectors | None, bool]:
+        """The vectors kept on disk for ``types`` if they are for exactly the type's current
+        ids (by ``known``) in this collection, else None (missing, stale or unreadable: then
+        read from Chroma); and whether they were stamped with ``known``'s fingerprint (then
+        the ids need no comparing)."""
+        path = self._cache_file(types)
+        if path is None or not path.is_file():
+            return None, False
+        try:
+            with safe_open(path, framework="np") as kept_file:
+                header = kept_file.metadata() or {}
+                kept = json.loads(header.get("ids", "null"))
+                matrix = numpy.asarray(kept_file.get_tensor("vectors"), dtype=numpy.float32)
+        except (OSError, ValueError, SafetensorError) as exc:
+            logger.debug("Ignoring the kept vectors at %s: %s", path, exc)
+            return None, False
+        same_store = header.get("store") == known.fingerprint
+        valid = (
+            header.get("format") == CACHE_FORMAT
+            and header.get("collection") == str(self._collection.id)
+            and header.get("types") == json.dumps(sorted(types))
+            and isinstance(kept, list)
+            and matrix.ndim == 2
+            and matrix.shape[0] == len(kept)
+            and (same_store or set(kept) == set(known.ids_of_types(types)))
+        )
+        if not valid or not isinstance(kept, list):
+            return None, False
+        entry = _TypeVectors(ids=kept, matrix=matrix, count=len(known), checked=time.monotonic())
+        return entry, same_store
+
+    def _write_cached(self, types: frozenset[str], entry: _TypeVectors, store: str) -> None:
+        """Keep ``entry`` on disk for the next process (safetensors, written to a temporary
+        file and renamed; a failure only logs). ``store`` is the fingerprint of the store's
+        ids that ``entry`` is known to match, or ""."""
+        path = self._cache_file(types)
+        if path is None:
+            return
+        header = {
+            "format": CACHE_FORMAT,
+            "collection": str(self._collection.id),
+            "types": json.dumps(sorted(types)),
+            "ids": json.dumps(entry.ids),
+            "store": store,
+        }
+        try:
+            with replacing(path) as temporary:
+                save_file({"vectors": entry.matrix}, str(temporary), metadata=header)
+        except OSError as exc:
+            logger.debug(
+                "Could not keep the vectors of types %s at %s: %s", sorted(types), path, exc
+            )
+
+    def _load(self, types: frozenset[str], known: KnownTypes | None = None) -> None:
+        """Read the vectors of ``types`` from Chroma, keep them, and write them to disk
+        (stamped with ``known``'s fingerprint when it agrees on the type's ids)."""
+        with self._lock:
+            generation = self._generation
+        try:
+            version = self._version()  # before the count: a write after it changes it
+            count = self._collection.count()
+            page = self._collection.get(
+                where=type_where(sorted(types)), include=["embeddings"], limit=MAX_CACHED + 1
+            )
+            ids = list(page["ids"])
+            entry: _TypeVectors | None = None
+            if len(ids) <= MAX_CACHED:
+                raw = page["embeddings"]
+                dimension = 0 if raw is None or not len(raw) else len(raw[0])
+                vectors = numpy.asarray(raw if ids else [], dtype=numpy.float32).reshape(
+                    len(ids), dimension
+                )
+                norms = numpy.linalg.norm(vectors, axis=1, keepdims=True)
+                unit = (vectors / numpy.where(norms == 0, 1.0, norms)).astype(numpy.float32)
+                entry = _TypeVectors(ids, unit, count, time.monotonic(), version)
+            with self._lock:
+                current = generation == self._generation
+                if current:
+                    self._vectors[types] = entry
+            if current and entry is not None:
+                agrees = known is not None and set(ids) == set(known.ids_of_types(types))
+                self._write_cached(types, entry, known.fingerprint if known and agrees else "")
+        except Exception:  # a failed load only means that Chroma's filter keeps answering
+            logger.debug("Reading the vectors of types %s failed", sorted(types), exc_info=True)
+        finally:
+            with self._lock:
+                self._loading.discard(types)
+
+
+def typed_nearest(
+    collection: Collection, index: TypeIndex, vector: Sequence[float], k: int, types: set[str]
+) -> list[Hit] | None:
+    """The ``k`` nearest chunks of ``types``: among the ``OVERFETCH * k`` nearest of any type,
+    or, when too few of those have a wanted type, by an exact search of that type's vectors.
+    A type set known to be too rare for over-fetching (under 1 / ``OVERFETCH`` of the store)
+    is searched exactly at once when its vectors are at hand.
+
+    Returns:
+        The hits, best first; None when neither way gives a trustworthy answer (the caller
+        then asks Chroma's own filter).
+    """
+    wanted = frozenset(types)
+    share = index.share_of(wanted)
+    exact = None
+    if share is not None and too_rare_to_overfetch(share):
+        exact = index.nearest_of_types(vector, k, wanted)
+    if exact is not None:
+        kept = exact
+    else:
+        query_embeddings: list[Sequence[float]] = [list(vector)]
+        nearest = collection.query(
+            query_embeddings=query_embeddings, n_results=k * OVERFETCH, include=["distances"]
+        )
+        ids = nearest["ids"][0]
+        distances = (nearest["distances"] or [[]])[0]
+        kept = [
+            (id_, float(d))
+            for id_, d, t in zip(ids, distances, index.types_of(ids), strict=True)
+            if t in types
+        ][:k]
+        if len(kept) < k and len(ids) == k * OVERFETCH:
+            exact = index.nearest_of_types(vector, k, wanted)
+            if exact is None:
+                return None
+            kept = exact
+    if not kept:
+        return []
+    page = collection.get(ids=[i for i, _ in kept], include=["documents", "metadatas"])
+    records: dict[str, tuple[str, dict[str, Any]]] = {
+        id_: (text or "", dict(meta or {}))
+        for id_, text, meta in zip(
+            page["ids"], page["documents"] or [], page["metadatas"] or [], strict=True
+        )
+    }
+    if any(i not in records or records[i][1].get("type") not in types for i, _ in kept):
+        index.forget([i for i, _ in kept])  # changed under us: let Chroma filter this time
+        return None
+    return [
+        Hit(
+            id=id_,
+            text=records[id_][0],
+            metadata=records[id_][1],
+            distance=max(0.0, d),
+            from_fallback=False,
+        )
+        for id_, d in kept
+    ]
