@@ -15,8 +15,8 @@ from ragbrain.evaluation.missing import (
     refusal_stats,
     split_missing,
 )
-from tests.fakes import BagOfWordsEmbeddings
-from tests.test_beir import make_folder
+from tests.support.beir_folders import make_folder
+from tests.support.fakes import BagOfWordsEmbeddings
 
 # q1/q2 share d2; q3's only document d3 is also q4's; q5..q8 have documents of their own.
 QRELS = {
