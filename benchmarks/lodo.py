@@ -91,7 +91,7 @@ def full_columns(x: torch.Tensor, distances: Sequence[float]) -> torch.Tensor:
     import torch
 
     from ragbrain.critic.features import list_columns
-    from ragbrain.critic.model import DISTANCE_INPUTS
+    from ragbrain.critic.folder import DISTANCE_INPUTS
 
     x = torch.cat([x, torch.tensor(distances, dtype=x.dtype)[:, None]], dim=1)
     return torch.cat([x, list_columns(x, DISTANCE_INPUTS)], dim=1)
@@ -201,7 +201,7 @@ def fit_layer(
 
 def layer_columns() -> dict[str, int]:
     """The refit layer's input layouts: every column, or the per-pair ones (no list columns)."""
-    from ragbrain.critic.model import DISTANCE_INPUTS, DISTANCE_LIST_INPUTS
+    from ragbrain.critic.folder import DISTANCE_INPUTS, DISTANCE_LIST_INPUTS
 
     return {"list-aware": len(DISTANCE_LIST_INPUTS), "per-pair": len(DISTANCE_INPUTS)}
 
@@ -294,6 +294,7 @@ def fit_abstention(per_set: dict[str, list[tuple[bool, float, float]]]) -> dict[
 def fit_fold(fit: Sequence[SetData], critic: TransformerCritic) -> dict[str, Any]:
     """Everything a fold learns from its fit sets."""
     from ragbrain.critic.calibrate import choose_threshold
+
     from ragbrain.evaluation.missing import split_missing
 
     weight, weight_means = fit_bm25_weight(fit)
@@ -532,7 +533,8 @@ def main() -> None:
     args = parser.parse_args()
     sub_docs = {n: int(d) for n, _, d in (item.partition("=") for item in args.subcorpus)}
 
-    from ragbrain.critic.model import TransformerCritic, default_critic_path
+    from ragbrain.critic.folder import default_critic_path
+    from ragbrain.critic.model import TransformerCritic
     from ragbrain.embeddings import DEFAULT_EMBEDDING_MODEL
     from ragbrain.evaluation.lodo import data_sets, folds, splits_of
     from ragbrain.evaluation.missing import split_missing
