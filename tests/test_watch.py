@@ -480,3 +480,20 @@ def test_watch_command_ingests_follows_and_stops_on_ctrl_c(notes_dir: Path, tmp_
         assert process.wait(timeout=30) == 0
     finally:
         process.kill()
+
+
+def test_without_watchdog_the_error_names_the_install_command(
+    notes_dir: Path, fake_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import builtins
+
+    real_import = builtins.__import__
+
+    def refuse(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "watchdog" or name.startswith("watchdog."):
+            raise ImportError(f"No module named {name!r}")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", refuse)
+    with pytest.raises(InvalidInputError, match=r"needs watchdog: pip install 'ragbrain\[watch\]'"):
+        Watcher([notes_dir], fake_store)
