@@ -45,7 +45,10 @@ def _fail(exc: Exception) -> typer.Exit:
 
 @app.command()
 def ingest(
-    path: Annotated[Path, typer.Argument(help="A Markdown/text file or a folder of them.")],
+    path: Annotated[
+        Path,
+        typer.Argument(help="A note (Markdown, text, PDF, HTML, .docx) or a folder of them."),
+    ],
     type_: Annotated[
         str | None, typer.Option("--type", help="Note type [default: front matter, else folder].")
     ] = None,

@@ -1,13 +1,15 @@
 """A watcher in its own process, for the SIGKILL tests: `python -m tests.support.watch_worker STORE
-NOTES [DEBOUNCE]` (default 0.01 s) ingests NOTES, prints `ready`, then follows it (one
-`applied` line per batch) and answers `dump`, `updates` and `quit` lines on stdin."""
+NOTES [DEBOUNCE]` (default 0.01 s) ingests NOTES, prints `ready`, then follows it (`applying`
+and `applied` lines around each batch) and answers `dump`, `updates` and `quit` on stdin."""
 
 from __future__ import annotations
 
 import json
 import sys
 import threading
+from pathlib import Path
 
+from ragbrain.ingest.update import Update
 from ragbrain.ingest.watch import Watcher
 from ragbrain.store import Store
 from tests.support.ingest_worker import SlowEmbeddings, dump
@@ -25,6 +27,13 @@ def main() -> None:
         status=lambda line: print(f"status {line}", flush=True),
         on_update=lambda: print("applied", flush=True),
     )
+    apply = watcher.apply
+
+    def announced(paths: list[Path]) -> list[Update]:
+        print("applying", flush=True)  # so a test knows whether a kill landed inside one
+        return apply(paths)
+
+    watcher.apply = announced  # type: ignore[method-assign]
     watcher.start()
     watcher.initial()
     print("ready", flush=True)

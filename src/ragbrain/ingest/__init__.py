@@ -1,4 +1,4 @@
-"""Ingestion: read Markdown and text files, split them, and keep the store in step with them."""
+"""Ingestion: read notes (Markdown, text, PDF, HTML, Word), split them, keep the store in step."""
 
 from ragbrain.ingest.files import NoteFile, Skipped, find_notes
 from ragbrain.ingest.run import IngestReport, ingest

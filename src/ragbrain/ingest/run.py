@@ -57,7 +57,8 @@ def ingest(
     and its old ones deleted after, so an interrupted run leaves a superset, never a subset.
 
     Args:
-        path: A Markdown/text file or a folder of them.
+        path: A Markdown, text, PDF, HTML or Word file, or a folder of them (PDF, HTML and
+            Word need ``ragbrain[formats]``; without it such files are skipped, saying so).
         store: The opened store.
         type_: The note type for every file; else front matter ``type``, else folder name.
         prune: When ``path`` is a folder, delete chunks of files that are no longer there.
