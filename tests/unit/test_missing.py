@@ -165,3 +165,12 @@ def test_eval_cli_refuses(tmp_path: Path, args: list[str], match: str) -> None:
     result = CliRunner().invoke(app, ["eval", "--data", str(folder), *args])
     assert result.exit_code == 2
     assert re.search(match, " ".join(result.output.split()))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_questions_on_one_passage_count_towards_the_share(seed: int) -> None:
+    # a reading-comprehension set: five questions on each of four passages
+    qrels = {f"q{p}{i}": {f"p{p}": 1} for p in range(4) for i in range(5)}
+    split = split_missing(qrels, list(qrels), seed=seed)
+    assert len(split.unanswerable) == len(split.answerable) == 10
+    assert len(split.removed) == 2

@@ -5,7 +5,9 @@ removed from a copy of the store; their topical neighbours (every other document
 retriever still finds something close. The other queries keep at least one relevant document:
 a document relevant to both an answerless and an answerable query decides for the answerable
 one (the answerless candidate is skipped, and the next one is tried), so the split is exact.
-A query whose relevant documents all went with others' is answerless too, whatever its draw.
+A query whose relevant documents all go with others' is answerless too, whatever its draw,
+and counts towards the share: a candidate is skipped when it would take more queries along
+than the share has room for (a QA set asks several questions of one passage).
 
 The metrics ask how often the pipeline hands over nothing when nothing fits (refusal recall,
 ``P(empty | unanswerable)``), how often it hands over nothing when something does (false
@@ -81,18 +83,25 @@ def split_missing(
         raise InvalidInputError("No query of the scenario has a relevant document.")
     random.Random(seed).shuffle(order)
     target = round(share * len(order))
+    sharing: dict[str, set[str]] = {}  # document -> the queries it is relevant to
+    for query in order:
+        for doc in relevant[query]:
+            sharing.setdefault(doc, set()).add(query)
     removed: set[str] = set()
     answerless: set[str] = set()
     answerable: list[str] = []
-    # A removal may not take an answerable query's last relevant document.
     for query in order:
-        docs = relevant[query]
-        if docs <= removed:  # its answers already went with another query's
-            answerless.add(query)
+        if query in answerless:  # its answers already went with another query's
             continue
-        if len(answerless) < target and all(relevant[a] - removed - docs for a in answerable):
-            answerless.add(query)
-            removed |= docs
+        docs = relevant[query]
+        gone = removed | docs
+        # Queries whose every answer would go too: they count towards the target.
+        emptied = {q for d in docs for q in sharing[d] if relevant[q] <= gone} - answerless
+        fits = len(answerless) + len(emptied) <= target
+        # A removal may not take an answerable query's last relevant document.
+        if fits and all(relevant[a] - gone for a in answerable):
+            answerless |= emptied
+            removed = gone
         else:
             answerable.append(query)
     return MissingAnswer(frozenset(answerless), frozenset(answerable), frozenset(removed), seed)
