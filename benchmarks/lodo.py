@@ -100,7 +100,7 @@ def full_columns(x: torch.Tensor, distances: Sequence[float]) -> torch.Tensor:
 def evidence_auc(rows: Sequence[tuple[bool, float, float]]) -> dict[str, float]:
     """How well each side's evidence tells answerless from answerable queries (ROC AUC of
     "nothing fits": a low critic score, a far best hit)."""
-    from ragbrain.critic.metrics import roc_auc
+    from ragbrain.critic.training.keep_metrics import roc_auc
 
     answerless = [not a for a, _, _ in rows]
     return {
@@ -211,8 +211,8 @@ def choose_layout(fit: Sequence[SetData], weight: float) -> tuple[str, dict[str,
     layer and threshold fit on the fold's other fit sets. The layout whose worst set keeps
     >= 90% of its relevant candidates and drops the most irrelevant ones on average wins
     (else the one with the best worst-case keep)."""
-    from ragbrain.critic.calibrate import choose_threshold
-    from ragbrain.critic.metrics import keep_stats
+    from ragbrain.critic.training.keep_metrics import keep_stats
+    from ragbrain.critic.training.layers import choose_threshold
 
     report: dict[str, Any] = {}
     for name, columns in layer_columns().items():
@@ -293,8 +293,7 @@ def fit_abstention(per_set: dict[str, list[tuple[bool, float, float]]]) -> dict[
 
 def fit_fold(fit: Sequence[SetData], critic: TransformerCritic) -> dict[str, Any]:
     """Everything a fold learns from its fit sets."""
-    from ragbrain.critic.calibrate import choose_threshold
-
+    from ragbrain.critic.training.layers import choose_threshold
     from ragbrain.evaluation.missing import split_missing
 
     weight, weight_means = fit_bm25_weight(fit)
@@ -439,7 +438,7 @@ def critic_own(
     data: SetData, fold: dict[str, Any], critic: TransformerCritic
 ) -> dict[str, dict[str, float]]:
     """The critic on its own candidates (the hybrid top 10, critic off vs on, same run)."""
-    from ragbrain.critic.metrics import keep_stats, roc_auc
+    from ragbrain.critic.training.keep_metrics import keep_stats, roc_auc
 
     shipped, refit = shipped_scorer(critic), layer_scorer(fold["_layer"])
     variants: dict[str, tuple[Scorer, float, float]] = {
@@ -451,7 +450,7 @@ def critic_own(
         ),
         "LODO layer refit": (refit, fold["bm25_weight"], fold["refit_threshold"]),
     }
-    from ragbrain.critic.calibrate import choose_threshold
+    from ragbrain.critic.training.layers import choose_threshold
 
     for layout, layer in fold["_layers"].items():  # both layouts, whichever the fold chose
         scorer = layer_scorer(layer)
