@@ -109,6 +109,15 @@ class RetrievalContext:
         default=None,
         metadata={"description": "Fixed number of chunks; None lets the query choose (adaptive)."},
     )
+    judged: int = field(
+        default=10,
+        metadata={
+            "description": "Candidates searched and judged by the critic (at least the depth). "
+            "With the critic on, every candidate it keeps is handed over, so its evidence may "
+            "raise the depth up to this; with it off, the first 'depth' are. Ignored when k "
+            "is set."
+        },
+    )
 
     search_mode: SearchMode = field(
         default="hybrid",
@@ -149,6 +158,7 @@ class RetrievalContext:
                 f"critic_threshold must be in [0, 1] or None, got {self.critic_threshold}."
             )
         check_k(self.k)
+        check_k(self.judged, name="judged")
         if self.search_mode not in SEARCH_MODES:
             raise InvalidInputError(
                 f"search_mode must be one of {SEARCH_MODES}, got {self.search_mode!r}."

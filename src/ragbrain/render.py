@@ -26,6 +26,7 @@ def run_to_dict(query: str, output: RetrievalOutput) -> dict[str, Any]:
     return {
         "query": query,
         "depth": output["depth"],
+        "candidates": output["candidates"],
         "complexity": output["complexity"],
         "verdict": output["verdict"],
         "best_distance": output["best_distance"],

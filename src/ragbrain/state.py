@@ -37,6 +37,7 @@ class RetrievalOutput(TypedDict):
     documents: list[Document]
     complexity: int
     depth: int
+    candidates: int
     best_distance: float | None
     gate: float
     verdict: Verdict
@@ -53,7 +54,10 @@ class RetrievalState(TypedDict):
     query: str
     type_filter: list[str] | None
     complexity: int
+    # The most chunks handed over, from the query's complexity (or the caller's k) ...
     depth: int
+    # ... and how many are searched and judged (the critic may hand over more than depth).
+    candidates: int
     hits: list[Hit]
     best_distance: float | None
     gate: float

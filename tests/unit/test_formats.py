@@ -67,6 +67,7 @@ def test_pdf_chunks_are_cited_by_page(tmp_path: Path, fake_embeddings) -> None: 
     console = Console(record=True, width=200)
     output = {
         "depth": 1,
+        "candidates": 1,
         "complexity": "simple",
         "verdict": "good",
         "best_distance": 0.1,

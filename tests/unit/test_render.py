@@ -15,6 +15,7 @@ def output(answerable: bool, reason: str | None) -> RetrievalOutput:
         documents=[],
         complexity=0,
         depth=5,
+        candidates=10,
         best_distance=0.8,
         gate=0.455,
         verdict="poor",

@@ -119,16 +119,41 @@ def test_critic_drops_irrelevant_chunks(fake_store: Store) -> None:
     critic = OverlapCritic()
     retriever = CorrectiveRetriever(graph=build_graph(fake_store, critic))
     out = retriever.run("redis cache stampede")
-    assert critic.calls == [("redis cache stampede", out["depth"])]  # one batch
+    judged = min(out["candidates"], fake_store.count())  # the store holds fewer than 10
+    assert out["candidates"] == 10 and out["depth"] == 5
+    assert critic.calls == [("redis cache stampede", judged)]  # one batch
     assert out["documents"], out["notes"]
     # the critic gets every hit's cosine distance beside its text, in the same order
     (distances,) = critic.distances
-    assert distances is not None and len(distances) == out["depth"]
+    assert distances is not None and len(distances) == judged
     assert {d.metadata[RETRIEVAL_KEY]["distance"] for d in out["documents"]} <= set(distances)
     for doc in out["documents"]:
         assert doc.metadata[RETRIEVAL_KEY]["critic_score"] >= 0.5
     assert "dropped" in out["notes"][-1]
-    assert len(out["documents"]) < out["depth"]
+    assert len(out["documents"]) < judged
+
+
+class _KeepAll:
+    """A critic that keeps every chunk it is shown."""
+
+    threshold = 0.5
+
+    def score(self, query: str, passages: Any, distances: Any = None) -> list[float]:
+        return [1.0] * len(passages)
+
+
+def test_what_the_critic_keeps_may_raise_the_depth(fake_store: Store) -> None:
+    """Every candidate the critic keeps is handed over, up to the number judged; with the
+    critic off the depth caps the list; a caller's k caps both."""
+    query = "redis cache stampede"  # short: depth 5
+    kept = CorrectiveRetriever(graph=build_graph(fake_store, _KeepAll())).run(query)
+    assert kept["depth"] == 5 and len(kept["documents"]) == fake_store.count() == 6
+    assert "more than the depth, 5" in kept["notes"][-1]
+    off = CorrectiveRetriever(graph=build_graph(fake_store)).run(query)
+    assert len(off["documents"]) == 5
+    assert [d.id for d in off["documents"]] == [d.id for d in kept["documents"]][:5]
+    fixed = CorrectiveRetriever(graph=build_graph(fake_store, _KeepAll())).run(query, k=3)
+    assert (fixed["candidates"], len(fixed["documents"])) == (3, 3)
 
 
 class NaNCritic:

@@ -232,7 +232,11 @@ class SearchResult(BaseModel):
     """A whole retrieval run: its decisions and the chunks it kept."""
 
     query: str
-    depth: int = Field(description="Chunks fetched.")
+    depth: int = Field(
+        description="Chunks handed over for this query's complexity (the critic may hand over "
+        "more, up to candidates, when it keeps them)."
+    )
+    candidates: int = Field(description="Chunks searched and judged.")
     complexity: int = Field(description="The query's complexity score, which chose the depth.")
     verdict: Literal["good", "poor"] = Field(description="The quality gate's verdict.")
     best_distance: float | None = Field(description="The first search's best distance.")

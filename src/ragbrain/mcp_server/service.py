@@ -222,6 +222,7 @@ class RagbrainService:
         return SearchResult(
             query=query,
             depth=output["depth"],
+            candidates=output["candidates"],
             complexity=output["complexity"],
             verdict=output["verdict"],
             best_distance=finite_or_none(output["best_distance"]),

@@ -49,21 +49,25 @@ def depth_for(score: int, context: RetrievalContext) -> int:
 
 
 def plan_depth(query: str, context: RetrievalContext) -> dict[str, Any]:
-    """The complexity score, the depth and the trace line; an explicit ``k`` overrides the
-    tiers. Returns the state keys to write."""
+    """The complexity score, the depth, how many candidates to search and judge, and the trace
+    line; an explicit ``k`` overrides the tiers and is also the number judged. Returns the
+    state keys to write."""
     score, reasons = complexity(query, context)
     why = ", ".join(reasons) or "short, no markers"
     if context.k is not None:
         return {
             "complexity": score,
             "depth": context.k,
+            "candidates": context.k,
             "notes": [f"depth {context.k}: k set by the caller (complexity {score}: {why})"],
         }
     depth = depth_for(score, context)
+    candidates = max(depth, context.judged)
     return {
         "complexity": score,
         "depth": depth,
-        "notes": [f"depth {depth}: complexity {score} ({why})"],
+        "candidates": candidates,
+        "notes": [f"depth {depth}: complexity {score} ({why}); {candidates} candidates judged"],
     }
 
 

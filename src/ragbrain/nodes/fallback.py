@@ -50,11 +50,11 @@ def make_fallback_search(store: Store, lexical: LexicalSearcher | None = None) -
     def fallback_search(
         state: RetrievalState, runtime: Runtime[RetrievalContext]
     ) -> dict[str, Any]:
-        query, depth, types = state["query"], state["depth"], state.get("type_filter")
+        query, wanted, types = state["query"], state["candidates"], state.get("type_filter")
         hybrid = context_of(runtime).search_mode == "hybrid" and lexical is not None
         if lexical is None:  # the router only comes here with a type filter to drop
-            found = store.search(query, depth, None)
-            merged = merge_hits(state["hits"], rescued(found), depth)
+            found = store.search(query, wanted, None)
+            merged = merge_hits(state["hits"], rescued(found), wanted)
             rungs = "without the type filter"
         else:
             from ragbrain.lexical.fusion import (
@@ -69,21 +69,21 @@ def make_fallback_search(store: Store, lexical: LexicalSearcher | None = None) -
                 # the first search by distance, as the dense fallback does, so a rescued chunk
                 # is not outranked by the filtered hits the gate just judged poor.
                 trust = dense_trusted(store, query, context_of(runtime).dense_languages)
-                wide = hybrid_search(store, lexical.index, query, depth, trust_dense=trust)[0]
-                merged = merge_hits(state["hits"], rescued(wide), depth)
+                wide = hybrid_search(store, lexical.index, query, wanted, trust_dense=trust)[0]
+                merged = merge_hits(state["hits"], rescued(wide), wanted)
                 rungs = "without the type filter (hybrid)"
             else:
                 rankings: list[list[Hit] | list[str]] = [state["hits"]]
                 rung_names = []
                 if types:
-                    found = store.search(query, depth, None)
+                    found = store.search(query, wanted, None)
                     rankings.append(rescued(found))
                     rung_names.append("without the type filter")
-                matches = lexical.index.search(query, max(depth, CANDIDATES))
+                matches = lexical.index.search(query, max(wanted, CANDIDATES))
                 rankings.append([match.id for match in matches])
                 rung_names.append(f"lexical rescue ({len(matches)} BM25 hits)")
                 first_ids = {hit["id"] for hit in state["hits"]}
-                fused = fuse_hits(store, query, rankings, depth)
+                fused = fuse_hits(store, query, rankings, wanted)
                 merged = [hit if hit["id"] in first_ids else rescued([hit])[0] for hit in fused]
                 rungs = " + ".join(rung_names)
         first_ids = {hit["id"] for hit in state["hits"]}
