@@ -8,7 +8,15 @@ from __future__ import annotations
 import subprocess
 import sys
 
-BENCHMARKS = ("latency", "ingest_speed", "filter_speed", "mcp_roundtrip", "faults")
+BENCHMARKS = (
+    "latency",
+    "ingest_speed",
+    "filter_speed",
+    "mcp_roundtrip",
+    "mcp_tools",
+    "mcp_http",
+    "faults",
+)
 
 
 def main() -> None:
