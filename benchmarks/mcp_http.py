@@ -238,7 +238,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"({len(http['concurrent']['failed_clients'])} clients failed).",
         f"- Answers equal to stdio's for the same query: {same}/{len(http['concurrent']['pairs'])}"
         f" concurrent, {same_single}/{len(QUERIES)} single client.",
-        f"- Resident memory, one HTTP server / one stdio server: {rss_ratio:.2f}x "
+        f"- Resident memory, one HTTP server / one stdio server: {rss_ratio:.3f}x "
         f"({'within' if rss_ratio <= RSS_TARGET else 'OVER'} the {RSS_TARGET}x target); "
         f"{args.clients} stdio servers would hold "
         f"~{args.clients * stdio['memory']['rss_mb'] / 1024:.1f} GB.",
