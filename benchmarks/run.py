@@ -13,6 +13,8 @@ BENCHMARKS = (
     "ingest_speed",
     "filter_speed",
     "mcp_roundtrip",
+    "mcp_tools",
+    "mcp_http",
     "faults",
     "watch_fresh",
     "pdf_speed",

@@ -211,17 +211,17 @@ def read_source(
         text = UNSAFE.sub("", "\n\n".join(t for t, _ in picked))
         numbers = tuple(_int(m.get("chunk")) or 0 for _, m in picked)
         return Excerpt(
-            source,
-            title,
-            type_,
-            text[:max_chars],
-            None,
-            None,
-            None,
-            None,
-            numbers,
-            len(text) > max_chars,
-            None,
+            source=source,
+            title=title,
+            type=type_,
+            text=text[:max_chars],
+            start_line=None,
+            end_line=None,
+            first_line=None,
+            last_line=None,
+            chunks=numbers,
+            truncated=len(text) > max_chars,
+            next_lines=None,
         )
     body, first = rebuilt
     all_lines = UNSAFE.sub("", body).split("\n")
@@ -245,15 +245,15 @@ def read_source(
         if (_int(m.get("start_line")) or 0) <= shown_end and (_int(m.get("end_line")) or 0) >= start
     )
     return Excerpt(
-        source,
-        title,
-        type_,
-        "\n".join(kept),
-        start,
-        shown_end,
-        first,
-        last,
-        numbers,
-        truncated,
-        next_lines,
+        source=source,
+        title=title,
+        type=type_,
+        text="\n".join(kept),
+        start_line=start,
+        end_line=shown_end,
+        first_line=first,
+        last_line=last,
+        chunks=numbers,
+        truncated=truncated,
+        next_lines=next_lines,
     )

@@ -53,7 +53,8 @@ class Worker:
     """``python -m tests.support.ingest_worker``: one line in, one line out."""
 
     def __init__(self, store: Path, notes: Path) -> None:
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        # This checkout's code (src) and its tests package, whatever is installed.
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
         self.process = subprocess.Popen(
             [sys.executable, "-m", "tests.support.ingest_worker", str(store), str(notes)],
             cwd=ROOT,

@@ -195,7 +195,7 @@ def test_handshake_lists_the_strict_tools(real: Spawned) -> None:
 
     tools = {tool.name: tool for tool in real.client.list_tools()}
 
-    assert set(tools) == {"search", "get", "ingest", "stats"}
+    assert set(tools) == {"search", "get", "remember", "ingest", "stats"}
     for tool in tools.values():
         assert tool.input_schema["additionalProperties"] is False
         assert tool.output_schema is not None

@@ -389,3 +389,26 @@ def test_http_answers_as_stdio_does() -> None:
         pytest.skip("needs test_every_tool on both transports")
     stdio, http = RESULTS["stdio"], RESULTS["http"]
     assert http == stdio
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--http", "127.0.0.1:8765"], "--http needs a bearer token"),
+        (["--http", "0.0.0.0:8765", "--no-auth"], "only allowed on a loopback address"),
+        (["--no-auth"], "--token-file and --no-auth need --http"),
+        (["--http", "localhost"], "expected HOST:PORT"),
+    ],
+    ids=["no-token", "no-auth-everywhere", "no-auth-without-http", "no-port"],
+)
+def test_the_command_refuses_unsafe_http_settings(
+    monkeypatch: pytest.MonkeyPatch, args: list[str], message: str
+) -> None:
+    from typer.testing import CliRunner
+
+    from ragbrain.cli import app
+
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
+    result = CliRunner().invoke(app, ["mcp", *args])
+    assert result.exit_code == 2
+    assert message in result.output

@@ -175,3 +175,15 @@ def test_ingest_then_doctor_on_the_server(server: ChromaServer, server_store: St
     findings = diagnose(server=server.url, embeddings=BagOfWordsEmbeddings(), policy=POLICY)
     assert all(f.ok for f in findings), findings
     assert {f.check for f in findings} >= {"reach", "space", "count", "self-retrieval"}
+
+
+def test_get_reads_notes_back_from_the_server(
+    server_store: Store, fake_store: Store, notes_dir: Path
+) -> None:
+    from ragbrain import read_source
+
+    (notes_dir / "lesson" / "timeout.md").unlink()  # the file is gone: only the store reads
+    on_server = read_source(server_store, "lesson/timeout.md", lines=(4, 6))
+    embedded = read_source(fake_store, "lesson/timeout.md", lines=(4, 6))
+    assert on_server == embedded
+    assert on_server.text.startswith("# Set statement_timeout\n\nReporting queries need")

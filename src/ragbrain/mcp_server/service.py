@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Sequence
@@ -45,6 +46,8 @@ if TYPE_CHECKING:
     from ragbrain.lexical.sync import LexicalSearcher
 
 log = logging.getLogger(__name__)
+
+MAX_PARALLEL = 8  # searches run at once, at most (and at most one per core)
 
 
 @dataclass(frozen=True)
@@ -130,6 +133,10 @@ class RagbrainService:
         self._write_lock = threading.Lock()
         self._watch, self._debounce = watch, debounce
         self._watcher: Watcher | None = None
+        # Searches are CPU-bound: with many clients (HTTP), running more at once than there
+        # are cores only adds threads that hold memory (and their malloc arenas) while they
+        # wait for a core; the queue in front of the semaphore costs nothing.
+        self._searching = threading.BoundedSemaphore(max(1, min(MAX_PARALLEL, os.cpu_count() or 1)))
 
     def start_loading(self) -> None:
         """Load in a background thread; errors are logged here and raised again on use."""
@@ -190,7 +197,8 @@ class RagbrainService:
     def search(self, query: str, types: list[str] | None, k: int | None) -> SearchResult:
         """Run the retrieval pipeline and return its decisions and chunks, cleaned and capped."""
         loaded = self.load()
-        output = loaded.retriever.run(query, k=k, type_filter=types)
+        with self._searching:
+            output = loaded.retriever.run(query, k=k, type_filter=types)
         chunks = []
         for doc in output["documents"]:
             trace = doc.metadata[RETRIEVAL_KEY]
