@@ -57,6 +57,20 @@ def ingest(
         bool, typer.Option(help="Copy a non-cosine collection into a cosine one.")
     ] = False,
     server: ServerOption = None,
+    exclude: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--exclude",
+            help="Leave out files/folders matching this gitignore pattern (repeatable), on top "
+            "of .gitignore and .ragbrainignore files.",
+        ),
+    ] = None,
+    include: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--include", help="Only ingest files matching this gitignore pattern (repeatable)."
+        ),
+    ] = None,
 ) -> None:
     """Add, update and (with --prune, the default) remove notes in the store."""
     from ragbrain.embeddings import default_embeddings
@@ -76,7 +90,15 @@ def ingest(
             policy=policy,
         )
         with progress_reporter(err, "embedding chunks") as progress:
-            report = run_ingest(path, opened, type_=type_, prune=prune, progress=progress)
+            report = run_ingest(
+                path,
+                opened,
+                type_=type_,
+                prune=prune,
+                progress=progress,
+                exclude=exclude or (),
+                include=include or (),
+            )
     except (RagbrainError, FileNotFoundError) as exc:
         raise _fail(exc) from exc
     for skipped in report.skipped:

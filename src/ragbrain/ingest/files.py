@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from ragbrain.ingest.ignore import IgnoreRules
 
 SUFFIXES = frozenset({".md", ".markdown", ".txt"})
 MAX_BYTES = 2_000_000
@@ -106,14 +108,35 @@ def read_note(root: Path, path: Path, type_: str | None, max_bytes: int = MAX_BY
     )
 
 
-def _candidates(root: Path) -> Iterator[Path | Skipped]:
-    """Files under ``root`` with a note suffix; hidden entries are left out; links are checked."""
+@dataclass
+class NoteScan:
+    """What a walk over a path found: the notes read, the files skipped, the paths left out."""
+
+    root: Path
+    notes: list[NoteFile] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    #: Note files and folders the ignore rules left out (a folder is not entered).
+    excluded: list[Path] = field(default_factory=list)
+
+
+def _candidates(root: Path, rules: IgnoreRules, excluded: list[Path]) -> Iterator[Path | Skipped]:
+    """Files under ``root`` with a note suffix; hidden entries and what ``rules`` leave out
+    (appended to ``excluded``) are left out; links are checked."""
     real_root = root.resolve()
     for folder, dirs, files in os.walk(root, followlinks=False):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        kept = []
+        for name in sorted(d for d in dirs if not d.startswith(".")):
+            if rules.skips_folder(Path(folder) / name):
+                excluded.append(Path(folder) / name)
+            else:
+                kept.append(name)
+        dirs[:] = kept
         for name in sorted(files):
             path = Path(folder) / name
             if name.startswith(".") or path.suffix.lower() not in SUFFIXES:
+                continue
+            if rules.skips_file(path):
+                excluded.append(path)
                 continue
             if path.is_symlink():
                 try:
@@ -127,28 +150,56 @@ def _candidates(root: Path) -> Iterator[Path | Skipped]:
             yield path
 
 
-def find_notes(
-    path: Path, type_: str | None = None, max_bytes: int = MAX_BYTES
-) -> tuple[Path, list[NoteFile], list[Skipped]]:
-    """Read every note under ``path`` (a folder, recursively, or one file).
+def scan_notes(
+    path: Path,
+    type_: str | None = None,
+    max_bytes: int = MAX_BYTES,
+    *,
+    exclude: Sequence[str] = (),
+    include: Sequence[str] = (),
+) -> NoteScan:
+    """Read every note under ``path`` (a folder, recursively, or one file) that the ignore
+    rules keep (``.gitignore`` and ``.ragbrainignore`` files, ``exclude`` and ``include``
+    patterns; see ``ragbrain.ingest.ignore``). A single file is checked against the rules of
+    its own folder.
 
-    Returns:
-        The root the sources are relative to, the notes read, and the files skipped with
-        their reasons.
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        InvalidInputError: A pattern of ``exclude``, ``include`` or an ignore file is invalid.
     """
     path = path.expanduser().absolute()
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file or folder")
     root = path if path.is_dir() else path.parent
-    found: list[Path | Skipped] = list(_candidates(root)) if path.is_dir() else [path]
-    notes: list[NoteFile] = []
-    skipped: list[Skipped] = []
+    rules = IgnoreRules(root, exclude=exclude, include=include)
+    scan = NoteScan(root)
+    found: list[Path | Skipped]
+    if path.is_dir():
+        found = list(_candidates(root, rules, scan.excluded))
+    elif rules.skips_file(path):
+        found, scan.excluded = [], [path]
+    else:
+        found = [path]
     for item in found:
         if isinstance(item, Skipped):
-            skipped.append(item)
+            scan.skipped.append(item)
             continue
         try:
-            notes.append(read_note(root, item, type_, max_bytes))
+            scan.notes.append(read_note(root, item, type_, max_bytes))
         except (ValueError, OSError) as exc:
-            skipped.append(Skipped(item, str(exc)))
-    return root, notes, skipped
+            scan.skipped.append(Skipped(item, str(exc)))
+    return scan
+
+
+def find_notes(
+    path: Path, type_: str | None = None, max_bytes: int = MAX_BYTES
+) -> tuple[Path, list[NoteFile], list[Skipped]]:
+    """Read every note under ``path`` (a folder, recursively, or one file), as ``scan_notes``
+    with no extra patterns.
+
+    Returns:
+        The root the sources are relative to, the notes read, and the files skipped with
+        their reasons.
+    """
+    scan = scan_notes(path, type_, max_bytes)
+    return scan.root, scan.notes, scan.skipped
