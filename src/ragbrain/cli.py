@@ -131,8 +131,13 @@ def query(
             policy=StorePolicy.from_env(),
         )
         output = retriever.run(text, k=k, type_filter=type_ or None)
+        unknown = retriever.unknown_types(type_ or None)
     except RagbrainError as exc:
         raise _fail(exc) from exc
+    if unknown:
+        from ragbrain.typematch import unknown_types_message
+
+        err.print(f"warning: {unknown_types_message(unknown)}", style="yellow", highlight=False)
     if as_json:
         print_json(text, output, out)
     else:
@@ -186,6 +191,35 @@ def doctor(
 
 
 # --- end doctor ---
+
+
+@app.command()
+def types(
+    store: StoreOption = None,
+    server: ServerOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """List every note type in the store with its chunk and file counts (no model loads)."""
+    import json
+
+    from ragbrain.resilience import StorePolicy
+    from ragbrain.typelist import list_types
+
+    try:
+        rows = list_types(store, server=server, policy=StorePolicy.from_env())
+    except RagbrainError as exc:
+        raise _fail(exc) from exc
+    if as_json:
+        payload = [{"type": r.type, "chunks": r.chunks, "files": r.files} for r in rows]
+        sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
+        return
+    width = max([len(r.type or "(none)") for r in rows] + [4])
+    out.print(f"{'type':<{width}}  chunks  files", highlight=False)
+    for row in rows:
+        out.print(
+            f"{row.type or '(none)':<{width}}  {row.chunks:>6}  {row.files:>5}", highlight=False
+        )
+    out.print(f"{len(rows)} types, {sum(r.chunks for r in rows)} chunks", highlight=False)
 
 
 @app.command()

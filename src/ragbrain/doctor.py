@@ -75,8 +75,24 @@ def diagnose(
         findings.append(_check_self_retrieval(collection, embeddings, policy, sample))
     findings.append(_check_lexical(folder, set(metadatas)))
     if metadatas:
+        findings.append(_list_types(metadatas))
         findings.append(_check_link_lists(metadatas))
     return findings
+
+
+def _list_types(metadatas: dict[str, dict[str, Any]]) -> Finding:
+    """Every type with its chunk and file counts; types that differ only in case are named
+    (a type filter matches them all, which may or may not be what was meant)."""
+    from ragbrain.typelist import case_variants, count_types
+
+    rows = count_types(metadatas.values())
+    listed = ", ".join(f"{r.type or '(none)'} {r.chunks} ({r.files} files)" for r in rows)
+    message = f"{len(rows)} types: {listed}"
+    variants = case_variants(rows)
+    if variants:
+        named = "; ".join(" / ".join(group) for group in variants)
+        message += f"; differing only in case (a filter matches them together): {named}"
+    return Finding("types", True, message)
 
 
 def _check_link_lists(metadatas: dict[str, dict[str, Any]]) -> Finding:

@@ -23,6 +23,7 @@ from ragbrain.mcp_server.schemas import (
     SearchResult,
     SkippedFile,
     StatsResult,
+    UnknownType,
     clean_text,
     finite_or_none,
 )
@@ -185,6 +186,10 @@ class RagbrainService:
             fallback=output.get("fallback", False),
             critic=output["critic"],
             notes=output["notes"],
+            unknown_types=[
+                UnknownType(type=_label(type_), closest=[_label(c) for c in closest])
+                for type_, closest in loaded.retriever.unknown_types(types)
+            ],
             chunks=chunks,
         )
 
