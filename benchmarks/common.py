@@ -10,9 +10,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragbrain.evaluation.beir import cache_root
 from ragbrain.evaluation.metrics import percentile
 from ragbrain.evaluation.report import machine, write_atomic, write_json
+from ragbrain.paths import cache_root
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -137,9 +137,7 @@ def stats(seconds: Sequence[float]) -> dict[str, float]:
 
 def forget_queries(store: Store) -> None:
     """Empty the store's query-embedding cache so every side embeds each query afresh."""
-    cache_clear = getattr(getattr(store, "_embed_query", None), "cache_clear", None)
-    if callable(cache_clear):
-        cache_clear()
+    store.forget_queries()
 
 
 def save(name: str, payload: dict[str, Any], markdown: str) -> None:
@@ -151,3 +149,38 @@ def save(name: str, payload: dict[str, Any], markdown: str) -> None:
     footer = f"\nMachine: {m['cpu']}, {m['cores']} cores; command: `{payload['command']}`\n"
     write_atomic(RESULTS / f"{name}.md", markdown + footer)
     say(f"wrote {RESULTS / name}.json and .md")
+
+
+def without_langgraph(
+    store: Store, critic: Any = None, lexical: Any = None
+) -> Callable[[str], Any]:
+    """The graph's five node functions called in order in plain Python, the router included:
+    the pipeline's work without LangGraph, so a benchmark can say what LangGraph adds."""
+    from langgraph.runtime import Runtime
+
+    from ragbrain.context import RetrievalContext
+    from ragbrain.gates import store_gate
+    from ragbrain.nodes.critic import bind_critic, make_critic_filter
+    from ragbrain.nodes.depth import choose_depth
+    from ragbrain.nodes.fallback import make_fallback_search
+    from ragbrain.nodes.quality import GateSetting, make_assess_quality, route_after_gate
+    from ragbrain.nodes.search import make_vector_search
+
+    gate = make_assess_quality(GateSetting(*store_gate(store), lexical=lexical is not None))
+    search, fallback = make_vector_search(store, lexical), make_fallback_search(store, lexical)
+    judge = make_critic_filter(bind_critic(critic, store) if critic is not None else None)
+
+    def run(query: str, context: RetrievalContext | None = None) -> list[Any]:
+        runtime = Runtime(context=context or RetrievalContext())
+        state: Any = {"query": query, "type_filter": None, "notes": []}
+        steps = [choose_depth, search, gate]
+        for step in steps:
+            update = step(state, runtime=runtime)
+            state = {**state, **update, "notes": state["notes"] + update["notes"]}
+        tail = [fallback, judge] if route_after_gate(state) == "widen" else [judge]
+        for step in tail:
+            update = step(state, runtime=runtime)
+            state = {**state, **update, "notes": state["notes"] + update["notes"]}
+        return list(state["documents"])
+
+    return run

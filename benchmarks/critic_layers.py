@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchmarks.common import save, say
-from ragbrain.evaluation.beir import cache_root
+from ragbrain.paths import cache_root
 
 if TYPE_CHECKING:
     import torch

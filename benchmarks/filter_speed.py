@@ -31,7 +31,7 @@ from benchmarks.common import QUERIES, TYPE_SHARES, save, say, stats, synthetic_
 from ragbrain.embeddings import default_embeddings
 from ragbrain.lexical.sync import LexicalSearcher
 from ragbrain.store import Store
-from ragbrain.type_index import TypeIndex
+from ragbrain.store.type_index import TypeIndex
 
 if TYPE_CHECKING:
     from chromadb.api.types import Include, Where

@@ -26,10 +26,9 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from benchmarks.common import QUERIES, save, say, stats
-from ragbrain.demo import sample_notes
 from ragbrain.embeddings import default_embeddings
-from ragbrain.evaluation.beir import cache_root
 from ragbrain.ingest import ingest
+from ragbrain.paths import cache_root, sample_notes
 from ragbrain.retriever import CorrectiveRetriever
 from ragbrain.store import Store
 

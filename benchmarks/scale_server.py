@@ -10,8 +10,9 @@ over that folder and times Chroma's own `collection.query` through HttpClient an
 ragbrain pipeline (critic off) on the same query vectors, interleaved. Query embedding is
 excluded from both: the benchmark's query "model" looks the vector up, so the difference is
 the pipeline's overhead. A third side, interleaved with them, calls the graph's own node
-functions (``vector_search`` then ``keep_all``) in plain Python: the same work without
-LangGraph, which splits that overhead into ragbrain's code and LangGraph's invocation.
+functions (the five steps, ``benchmarks.common.without_langgraph``) in plain Python: the same
+work without LangGraph, which splits that overhead into ragbrain's code and LangGraph's
+invocation.
 """
 
 from __future__ import annotations
@@ -26,14 +27,11 @@ from typing import Any
 
 import numpy
 from langchain_core.embeddings import Embeddings
-from langgraph.runtime import Runtime
 
-from benchmarks.common import DIMENSION, say, stats
+from benchmarks.common import DIMENSION, say, stats, without_langgraph
 from ragbrain import CorrectiveRetriever, RetrievalContext, StorePolicy, build_graph
-from ragbrain.evaluation.beir import cache_root
 from ragbrain.evaluation.report import machine, write_atomic, write_json
-from ragbrain.nodes.critic import keep_all
-from ragbrain.nodes.search import make_vector_search
+from ragbrain.paths import cache_root
 from ragbrain.store import Store
 from tests.chroma_server import ChromaServer
 
@@ -88,32 +86,18 @@ def prefill(size: int) -> tuple[Path, float]:
     return folder, time.perf_counter() - began
 
 
-def without_langgraph(store: Store) -> Any:
-    """The critic-off graph's work as plain calls: the search node and ``keep_all``, no
-    LangGraph."""
-    runtime = Runtime(context=RetrievalContext(k=K))
-    search = make_vector_search(store)
-
-    def run(query: str) -> list[Any]:
-        state: Any = {"query": query, "type_filter": None}
-        state.update(search(state, runtime=runtime))
-        return list(keep_all(state, "off")["documents"])
-
-    return run
-
-
 def measure(store: Store, retriever: CorrectiveRetriever, queries: numpy.ndarray[Any, Any]) -> Any:
     """Chroma's query, the nodes without LangGraph and the pipeline on each query vector,
     rotating which goes first."""
     times: dict[str, list[float]] = {"chroma": [], "nodes": [], "pipeline": []}
-    nodes = without_langgraph(store)
+    nodes, context = without_langgraph(store), RetrievalContext(k=K)
     for i, vector in enumerate(queries):
 
         def chroma(vector: Any = vector) -> None:
             store.collection.query(query_embeddings=[vector.tolist()], n_results=K)
 
         def plain(i: int = i) -> None:
-            assert len(nodes(f"q{i}")) == K
+            assert len(nodes(f"q{i}", context)) == K
 
         def pipeline(i: int = i) -> None:
             assert len(retriever.invoke(f"q{i}", k=K)) == K

@@ -59,8 +59,8 @@ def minilm() -> Embeddings:
 @pytest.fixture(scope="session")
 def sample_store_path(tmp_path_factory: pytest.TempPathFactory, minilm: Embeddings) -> Path:
     """A store of the bundled sample notes built with the real model, once per session."""
-    from ragbrain.demo import sample_notes
     from ragbrain.ingest import ingest
+    from ragbrain.paths import sample_notes
 
     folder = tmp_path_factory.mktemp("sample-store")
     ingest(sample_notes(), Store.open(folder, minilm, create=True))

@@ -229,7 +229,7 @@ def _rare_store(tmp_path: Path) -> tuple[Store, list[list[float]]]:
 def test_rare_type_search_sees_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The rare type's in-memory vectors follow this store's writes, and another writer's
     once the collection's count changes."""
-    from ragbrain import type_index
+    from ragbrain.store import type_index
 
     monkeypatch.setattr(type_index, "LOAD_IN_BACKGROUND", False)
     store, _ = _rare_store(tmp_path)
@@ -250,7 +250,7 @@ def test_rare_type_search_sees_writes(tmp_path: Path, monkeypatch: pytest.Monkey
 def test_too_common_a_rare_type_asks_chromas_filter(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ragbrain import type_index
+    from ragbrain.store import type_index
 
     monkeypatch.setattr(type_index, "MAX_CACHED", 2)  # the 3 rare chunks are too many to keep
     monkeypatch.setattr(type_index, "LOAD_IN_BACKGROUND", False)

@@ -32,6 +32,7 @@ def test_ingest_then_query_as_json(notes_dir: Path, tmp_path: Path) -> None:
     assert run["depth"] == 2 and run["verdict"] in ("good", "poor")
     assert run["documents"][0]["source"] == "bug/backup.md"
     assert {"distance", "critic_score", "from_fallback", "text"} <= set(run["documents"][0])
+    assert run["answerable"] is True and run["abstain_reason"] is None
 
 
 def test_query_prints_the_decisions(notes_dir: Path, tmp_path: Path) -> None:

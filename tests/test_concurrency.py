@@ -92,7 +92,7 @@ def test_threads_and_tasks_while_ingesting(
             list(pool.map(one, jobs))
 
         async def many() -> None:
-            store._embed_query.cache_clear()  # the model runs again for every query
+            store.forget_queries()  # the model runs again for every query
             CALLERS.clear()
             results = await asyncio.gather(*(retriever.ainvoke(q, k=k) for q, k in jobs))
             for (query, k), docs in zip(jobs, results, strict=True):

@@ -8,11 +8,11 @@ import pytest
 
 from ragbrain.context import RetrievalContext
 from ragbrain.errors import InvalidInputError
-from ragbrain.nodes.depth import choose_depth, complexity, depth_for
+from ragbrain.nodes.depth import complexity, depth_for, plan_depth
 
 
 def run(query: str, **context: Any) -> dict[str, Any]:
-    return choose_depth(query, RetrievalContext(**context))
+    return plan_depth(query, RetrievalContext(**context))
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from ragbrain.doctor import Finding, diagnose
-from ragbrain.store import COLLECTION, Store, _client
+from ragbrain.store import COLLECTION, Store
+from ragbrain.store.connect import embedded_client as _client
 from tests.fakes import BagOfWordsEmbeddings
 
 

@@ -1,4 +1,4 @@
-"""The CRAG gate (assess_quality), its router, and the fallback's merge: pure functions, no I/O."""
+"""The CRAG gate (gate_verdict), its router, and the fallback's merge: pure functions, no I/O."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from ragbrain.context import DEFAULT_GATE_THRESHOLD, RetrievalContext
 from ragbrain.embeddings import DEFAULT_EMBEDDING_MODEL
 from ragbrain.gates import SHIPPED_GATES, store_gate
 from ragbrain.nodes.fallback import merge_hits
-from ragbrain.nodes.quality import assess_quality, route_after_gate
+from ragbrain.nodes.quality import GateSetting, gate_verdict, route_after_gate
 from ragbrain.state import Hit
 from ragbrain.store import Store
 
@@ -36,7 +36,8 @@ def gate(
 ) -> dict[str, Any]:
     hits = [hit(str(i), d) for i, d in enumerate(distances)]
     context = RetrievalContext(gate_threshold=threshold)
-    return assess_quality(hits, None, context, store or GateStore())  # type: ignore[arg-type]
+    setting = GateSetting(*store_gate(store or GateStore()))  # type: ignore[arg-type]
+    return gate_verdict(hits, None, context, setting)
 
 
 @pytest.mark.parametrize(
@@ -130,8 +131,8 @@ def test_a_poor_verdict_takes_the_fallback_only_when_it_can_widen(
     types: list[str] | None, mode: str, lexical: bool, fallback: bool
 ) -> None:
     context = RetrievalContext(gate_threshold=0.3, search_mode=mode)  # type: ignore[arg-type]
-    index = object() if lexical else None
-    result = assess_quality([hit("a", 0.9)], types, context, GateStore(), index)  # type: ignore[arg-type]
+    setting = GateSetting(*store_gate(GateStore()), lexical=lexical)  # type: ignore[arg-type]
+    result = gate_verdict([hit("a", 0.9)], types, context, setting)
     assert result["verdict"] == "poor" and result["fallback"] is fallback
     assert ("no fallback" in result["note"]) is not fallback
     assert route_after_gate(result) == ("widen" if fallback else "judge")  # type: ignore[arg-type]

@@ -29,9 +29,9 @@ def test_readme_shows_the_current_graph() -> None:
 
 
 def test_context_knobs_are_described() -> None:
-    from ragbrain.graph import build_graph
+    from ragbrain.diagram import drawing_graph
 
-    schema = build_graph(None).get_context_jsonschema()  # type: ignore[arg-type]
+    schema = drawing_graph().get_context_jsonschema()
     knobs = schema["properties"]
     assert {"gate_threshold", "depth_tiers", "critic_threshold", "k"} <= set(knobs)
     assert all(knob.get("description") for knob in knobs.values())

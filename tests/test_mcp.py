@@ -122,6 +122,37 @@ def test_stats_name_the_critic_as_the_retriever_uses_it(
     assert service.search("backup", None, None).critic.endswith("with distance)")
 
 
+class _Scores:
+    """A critic that gives every chunk the same score: 0 refuses everything, 1 keeps all."""
+
+    def __init__(self, score: float) -> None:
+        self.value, self.threshold = score, 0.5
+
+    def score(self, query: str, passages: Any, distances: Any = None) -> list[float]:
+        return [self.value] * len(passages)
+
+
+@pytest.mark.parametrize(("score", "answerable"), [(0.0, False), (1.0, True)], ids=["no", "yes"])
+def test_search_says_whether_the_notes_answer(
+    tmp_path: Path,
+    notes_dir: Path,
+    fake_embeddings: BagOfWordsEmbeddings,
+    score: float,
+    answerable: bool,
+) -> None:
+    ingest(notes_dir, Store.open(tmp_path / "store", fake_embeddings, create=True))
+    service = RagbrainService(
+        tmp_path / "store",
+        critic=_Scores(score),  # type: ignore[arg-type]
+        embeddings=fake_embeddings,
+    )
+    result = service.search("backup", None, None)
+    assert result.answerable is answerable
+    assert bool(result.chunks) is answerable
+    assert (result.abstain_reason is None) is answerable
+    assert "answerable" in result.model_dump()
+
+
 # --- over stdio: the real `ragbrain mcp` with the real model -----------------------------------
 
 

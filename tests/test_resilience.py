@@ -23,8 +23,8 @@ from ragbrain.errors import (
     StoreNotFoundError,
     StoreUnavailableError,
 )
-from ragbrain.resilience import StorePolicy, attempt_timeout, call, is_transient
 from ragbrain.store import Store, parse_server_url
+from ragbrain.store.resilience import StorePolicy, attempt_timeout, call, is_transient
 from tests.fakes import BagOfWordsEmbeddings
 
 pytestmark = pytest.mark.faults

@@ -72,16 +72,11 @@ def test_good_search_skips_the_fallback(retriever: CorrectiveRetriever) -> None:
     assert {d.metadata["type"] for d in out["documents"]} == {"bug"}
 
 
-@pytest.mark.parametrize(
-    ("critic", "nodes"),
-    [
-        (None, ["vector_search", "fallback_search"]),  # no critic node: the fallback ends it
-        (OverlapCritic(), ["vector_search", "fallback_search", "critic_filter"]),
-    ],
-)
-def test_graph_never_loops(
-    fake_store: Store, critic: OverlapCritic | None, nodes: list[str]
-) -> None:
+FIVE_STEPS = ["choose_depth", "vector_search", "assess_quality", "fallback_search", "critic_filter"]
+
+
+@pytest.mark.parametrize("critic", [None, OverlapCritic()], ids=["critic-off", "critic-on"])
+def test_graph_never_loops(fake_store: Store, critic: OverlapCritic | None) -> None:
     graph = build_graph(fake_store, critic)
     context = RetrievalContext(gate_threshold=0.0)  # everything is poor
     steps = [
@@ -90,22 +85,23 @@ def test_graph_never_loops(
             {"query": "zebra", "type_filter": ["bug"]}, context=context, stream_mode="updates"
         )
     ]
-    assert steps == nodes
+    assert steps == FIVE_STEPS
 
 
 @pytest.mark.parametrize("type_filter", [None, ["lesson"]])
-def test_without_a_critic_the_search_that_ends_the_run_keeps_every_hit(
+def test_without_a_critic_critic_filter_keeps_every_hit(
     fake_store: Store, type_filter: list[str] | None
 ) -> None:
-    """The critic-off graph has no critic_filter node; what it returns and says is what a
-    keep-all critic step would: every hit, in order, and the notes in the order things ran."""
+    """The critic-off graph has the same five nodes; critic_filter returns every hit, in
+    order, and the notes come in the order things ran."""
     graph = build_graph(fake_store, critic_off_reason="not wanted here")
-    assert "critic_filter" not in graph.get_graph().nodes
+    assert set(FIVE_STEPS) <= set(graph.get_graph().nodes)
     context = RetrievalContext(gate_threshold=0.5)  # the lesson filter is poor, so it widens
     query = "nightly backup s3 credentials expired"
     out = graph.invoke({"query": query, "type_filter": type_filter}, context=context)
     assert out["fallback"] is (type_filter is not None)
     assert out["critic"] == "off: not wanted here"
+    assert out["answerable"] is True and out["abstain_reason"] is None
     hits = fake_store.search(query, out["depth"], None)
     if type_filter is None:
         assert [d.id for d in out["documents"]] == [h["id"] for h in hits]
@@ -147,7 +143,10 @@ class NaNCritic:
 def test_all_dropped_is_an_empty_list_and_the_trace_says_why(fake_store: Store) -> None:
     retriever = CorrectiveRetriever(graph=build_graph(fake_store, NaNCritic()))
     assert retriever.invoke("redis cache") == []  # NaN never counts as relevant
-    assert "nothing is returned" in retriever.run("redis cache")["notes"][-1]
+    out = retriever.run("redis cache")
+    assert "nothing is returned" in out["notes"][-1]
+    assert out["answerable"] is False
+    assert out["abstain_reason"] is not None and "every chunk irrelevant" in out["abstain_reason"]
 
 
 def test_critic_threshold_in_context_overrides_the_critic(fake_store: Store) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import chromadb
 import pytest
 
-from ragbrain.errors import StoreMismatchError, StoreNotFoundError
+from ragbrain.errors import InvalidInputError, StoreMismatchError, StoreNotFoundError
 from ragbrain.store import COLLECTION, Store
 from tests.fakes import BagOfWordsEmbeddings
 
@@ -110,7 +110,7 @@ def test_other_dimension_is_refused(filled: tuple[Store, list[str]], tmp_path: P
 def test_listings_read_the_store_page_by_page(
     filled: tuple[Store, list[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ragbrain import store as store_module
+    from ragbrain.store import store as store_module
 
     store, texts = filled
     monkeypatch.setattr(store_module, "PAGE", 7)  # 200 chunks: 29 pages, the last one short
@@ -155,3 +155,11 @@ def test_version_changes_with_writes_only(filled: tuple[Store, list[str]]) -> No
     assert after_write != before
     store.delete(["v1"])
     assert store.version() != after_write
+
+
+def test_a_folder_and_a_server_together_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInputError, match="Only one of a store folder or a server"):
+        Store.open(
+            tmp_path / "store", BagOfWordsEmbeddings(), create=True, server="http://127.0.0.1:9"
+        )
+    assert not (tmp_path / "store").exists()  # refused before anything was made

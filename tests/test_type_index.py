@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ragbrain import type_index
 from ragbrain.lexical.index import LexicalIndex
 from ragbrain.lexical.sync import LexicalSearcher
-from ragbrain.store import Store
+from ragbrain.store import Store, type_index
 from tests.fakes import BagOfWordsEmbeddings, write_behind_its_back
 
 RARE = frozenset({"rare"})

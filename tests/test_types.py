@@ -104,8 +104,11 @@ def test_the_trace_names_an_unknown_type(mixed_store: Store) -> None:
         mixed_store.location, embeddings=mixed_store.embeddings, critic=None
     )
     output = retriever.run("vacuum", type_filter=["sqlit"])
-    assert output["notes"][-1].startswith("type filter: no stored note type matches 'sqlit'")
-    assert "closest: SQLite, sqlite" in output["notes"][-1]
+    (note,) = [n for n in output["notes"] if n.startswith("type filter:")]
+    assert note.startswith("type filter: no stored note type matches 'sqlit'")
+    assert "closest: SQLite, sqlite" in note
+    search_at = next(i for i, n in enumerate(output["notes"]) if "search (" in n)
+    assert output["notes"][search_at + 1] == note  # written by the node that filtered
     assert not any(
         "type filter" in n for n in retriever.run("vacuum", type_filter="SQLITE")["notes"]
     )

@@ -13,10 +13,11 @@ from ragbrain.errors import (
 )
 from ragbrain.factory import default_graph, open_graph
 from ragbrain.graph import build_graph
-from ragbrain.resilience import StorePolicy
+from ragbrain.paths import default_store_path
 from ragbrain.retriever import CorrectiveRetriever
 from ragbrain.state import RETRIEVAL_KEY, RetrievalOutput
-from ragbrain.store import Store, default_store_path
+from ragbrain.store import Store
+from ragbrain.store.resilience import StorePolicy
 
 __all__ = [
     "RETRIEVAL_KEY",

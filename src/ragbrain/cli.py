@@ -76,8 +76,8 @@ def ingest(
     from ragbrain.embeddings import default_embeddings
     from ragbrain.ingest import ingest as run_ingest
     from ragbrain.progress import progress_reporter
-    from ragbrain.resilience import StorePolicy
     from ragbrain.store import Store
+    from ragbrain.store.resilience import StorePolicy
 
     try:
         policy = StorePolicy.from_env()
@@ -120,8 +120,8 @@ def query(
 ) -> None:
     """Retrieve chunks for TEXT and show every decision the pipeline made."""
     from ragbrain.render import print_json, print_run
-    from ragbrain.resilience import StorePolicy
     from ragbrain.retriever import CorrectiveRetriever
+    from ragbrain.store.resilience import StorePolicy
 
     try:
         retriever = CorrectiveRetriever.from_store(
@@ -170,7 +170,7 @@ def doctor(
     """Check a store: space, dimension, model, counts, self-retrieval, lexical index."""
     from ragbrain.doctor import diagnose
     from ragbrain.embeddings import default_embeddings
-    from ragbrain.resilience import StorePolicy
+    from ragbrain.store.resilience import StorePolicy
 
     try:
         policy = StorePolicy.from_env()
@@ -202,7 +202,7 @@ def types(
     """List every note type in the store with its chunk and file counts (no model loads)."""
     import json
 
-    from ragbrain.resilience import StorePolicy
+    from ragbrain.store.resilience import StorePolicy
     from ragbrain.typelist import list_types
 
     try:
@@ -481,7 +481,10 @@ def mcp(
     """
     import logging
 
-    from ragbrain.mcp_server import RagbrainService, serve
+    try:
+        from ragbrain.mcp_server import RagbrainService, serve
+    except RagbrainError as exc:  # the [mcp] extra is not installed
+        raise _fail(exc) from exc
 
     logging.basicConfig(
         stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s: %(message)s"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import tempfile
 import time
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ from rich.rule import Rule
 
 from ragbrain.embeddings import default_embeddings
 from ragbrain.ingest import ingest
+from ragbrain.paths import sample_notes
 from ragbrain.progress import progress_reporter
 from ragbrain.render import print_run
 from ragbrain.retriever import CorrectiveRetriever
@@ -45,11 +45,6 @@ SCENARIOS: list[tuple[str, str, dict[str, Any]]] = [
         {},
     ),
 ]
-
-
-def sample_notes() -> Path:
-    """The folder of sample notes that ships with the package."""
-    return Path(str(resources.files("ragbrain") / "sample_notes"))
 
 
 def run_demo(out: Console, err: Console, store_path: Path | None = None) -> None:

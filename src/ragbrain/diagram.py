@@ -5,13 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import cast
 
-from ragbrain.graph import build_graph
+from ragbrain.graph import Graph, build_graph
 from ragbrain.store import Store
 
 
 class _Unscored:
-    """A critic that is never called: the drawing needs the graph's shape with a critic (as
-    the default retriever runs it), not a model."""
+    """A critic that is never called: the drawing needs the graph's shape, not a model."""
 
     threshold = 0.5
 
@@ -21,8 +20,21 @@ class _Unscored:
         raise AssertionError("the drawing never runs the graph")
 
 
+class _Unopened:
+    """A store that is never searched: the graph reads only its gate calibration when built."""
+
+    embeddings = None
+
+    def gate_threshold(self) -> float | None:
+        return None
+
+
+def drawing_graph() -> Graph:
+    """The graph compiled over nothing, for its drawing and its schemas (no store is opened:
+    the factories only close over it)."""
+    return build_graph(cast("Store", _Unopened()), _Unscored())
+
+
 def mermaid() -> str:
-    """Draw the graph with a critic; no store is opened (the factories only close over it).
-    Without a critic the graph has no ``critic_filter`` node and the searches end the run."""
-    graph = build_graph(cast("Store", None), _Unscored())
-    return str(graph.get_graph().draw_mermaid()).strip()
+    """The graph's Mermaid drawing (the same five steps with or without a critic)."""
+    return str(drawing_graph().get_graph().draw_mermaid()).strip()

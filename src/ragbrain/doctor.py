@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 from ragbrain.embeddings import model_name_of
 from ragbrain.errors import RagbrainError, StoreNotFoundError, StoreUnavailableError
 from ragbrain.linklists import LinkStats, link_stats
-from ragbrain.resilience import StorePolicy, call
-from ragbrain.store import COLLECTION, DIMENSION_KEY, MODEL_KEY, _space, connect
+from ragbrain.store import COLLECTION, DIMENSION_KEY, MODEL_KEY, connect
+from ragbrain.store.collection import space as _space
+from ragbrain.store.resilience import StorePolicy, call
 
 if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection

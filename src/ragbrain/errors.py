@@ -29,3 +29,7 @@ class StoreLockedError(StoreUnavailableError):
 
 class CriticLoadError(RagbrainError, RuntimeError):
     """A critic folder is missing, incomplete, corrupt or not safetensors."""
+
+
+class MissingExtraError(RagbrainError, ImportError):
+    """An optional feature's package is not installed; the message names the extra to add."""

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Literal
 from ragbrain.critic import Critic, TransformerCritic, default_critic_path
 from ragbrain.errors import CriticLoadError, StoreNotFoundError
 from ragbrain.graph import build_graph
-from ragbrain.resilience import StorePolicy
-from ragbrain.store import Store, default_store_path
+from ragbrain.paths import cache_root, default_store_path, sample_notes
+from ragbrain.store import Store
+from ragbrain.store.resilience import StorePolicy
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -114,9 +115,7 @@ def default_graph() -> Graph:
     try:
         return open_graph(None)
     except StoreNotFoundError:
-        from ragbrain.demo import sample_notes
         from ragbrain.embeddings import default_embeddings
-        from ragbrain.evaluation.beir import cache_root
         from ragbrain.ingest import ingest
 
         folder = cache_root() / "sample-store"

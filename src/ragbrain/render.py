@@ -21,6 +21,8 @@ def run_to_dict(query: str, output: RetrievalOutput) -> dict[str, Any]:
         "gate": output["gate"],
         "fallback": output.get("fallback", False),
         "critic": output["critic"],
+        "answerable": output["answerable"],
+        "abstain_reason": output["abstain_reason"],
         "notes": output["notes"],
         "documents": [
             {
@@ -57,7 +59,15 @@ def print_run(query: str, output: RetrievalOutput, console: Console, *, width: i
         highlight=False,
         soft_wrap=True,
     )
-    if not run["documents"]:
+    if not run["answerable"]:
+        console.print(
+            f"  not answerable: {run['abstain_reason']}",
+            style="yellow",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+    elif not run["documents"]:
         console.print("  [yellow]no chunks returned[/]")
     for rank, doc in enumerate(run["documents"], start=1):
         score = doc["critic_score"]

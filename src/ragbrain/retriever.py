@@ -20,9 +20,9 @@ from ragbrain.context import RetrievalContext
 from ragbrain.errors import InvalidInputError
 from ragbrain.factory import CriticChoice, OnCriticError, open_store_and_graph
 from ragbrain.inputs import check_k, check_query, check_types
-from ragbrain.resilience import StorePolicy
 from ragbrain.state import RetrievalInput, RetrievalOutput
-from ragbrain.typematch import unknown_types, unknown_types_message
+from ragbrain.store.resilience import StorePolicy
+from ragbrain.typematch import unknown_types
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -53,8 +53,8 @@ class CorrectiveRetriever(BaseRetriever):
     known_types: Callable[[], list[str]] | None = Field(
         default=None,
         exclude=True,
-        description="Returns the store's note types (``Store.known_types``); with it, a type "
-        "filter that matches none of them is named in the trace with the closest ones.",
+        description="Returns the store's note types (``Store.known_types``), for "
+        "``unknown_types``.",
     )
 
     def model_post_init(self, context: Any, /) -> None:
@@ -153,9 +153,6 @@ class CorrectiveRetriever(BaseRetriever):
         """
         payload, context = self._prepare(query, kwargs)
         output: RetrievalOutput = self.graph.invoke(payload, context=context)
-        unknown = self.unknown_types(payload["type_filter"])
-        if unknown:
-            output["notes"] = [*output["notes"], f"type filter: {unknown_types_message(unknown)}"]
         return output
 
     def unknown_types(self, types: Sequence[str] | None) -> list[tuple[str, list[str]]]:

@@ -42,6 +42,8 @@ class RetrievalOutput(TypedDict):
     verdict: Verdict
     fallback: bool
     critic: str
+    answerable: bool
+    abstain_reason: str | None
     notes: list[str]
 
 
@@ -59,5 +61,8 @@ class RetrievalState(TypedDict):
     fallback: bool
     critic: str
     documents: list[Document]
+    # False when the run abstains (an empty answer), with the reason in abstain_reason.
+    answerable: bool
+    abstain_reason: str | None
     # Each node appends one line saying what it decided and why.
     notes: Annotated[list[str], operator.add]

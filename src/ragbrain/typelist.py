@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from ragbrain.errors import StoreNotFoundError
-from ragbrain.resilience import StorePolicy, call
-from ragbrain.store import COLLECTION, PAGE, connect
+from ragbrain.store import COLLECTION, connect
+from ragbrain.store.keys import PAGE
+from ragbrain.store.resilience import StorePolicy, call
 from ragbrain.typematch import fold
 
 

@@ -59,9 +59,9 @@ def plot(reports: Sequence[dict[str, Any]], path: Path) -> None:
     """Per data set: critic score histograms (relevant vs irrelevant, threshold marked) and the
     precision/recall-of-keep curves of the critic (with and without its distance layer, when
     it has one) and the cosine distance."""
-    import matplotlib
+    from ragbrain.extras import require
 
-    matplotlib.use("Agg")
+    require("matplotlib", extra="eval", feature="Critic report plots").use("Agg")
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(len(reports), 2, figsize=(11, 3.6 * len(reports)), squeeze=False)

@@ -317,7 +317,7 @@ def work_dir(out: Path) -> Path:
     """Checkpoints live in the cache, not next to the shipped files, keyed by the output path."""
     import hashlib
 
-    from ragbrain.evaluation.beir import cache_root
+    from ragbrain.paths import cache_root
 
     key = hashlib.sha256(str(out.resolve()).encode()).hexdigest()[:12]
     return cache_root() / "critic-work" / f"{out.name}-{key}"

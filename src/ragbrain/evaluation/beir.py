@@ -6,12 +6,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragbrain.errors import InvalidInputError
+from ragbrain.paths import cache_root
 
 log = logging.getLogger(__name__)
 
@@ -21,8 +21,6 @@ if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
     from ragbrain.store import Store
-
-CACHE_ENV = "RAGBRAIN_CACHE"
 
 
 class DataSetError(InvalidInputError):
@@ -166,13 +164,6 @@ def split_spec(given: Path, default: str) -> tuple[Path, str]:
         folder, _, split = text.rpartition("@")
         return Path(folder), split
     return given, default
-
-
-def cache_root() -> Path:
-    """``$RAGBRAIN_CACHE``, else ``$XDG_CACHE_HOME/ragbrain`` (``~/.cache/ragbrain``)."""
-    if env := os.environ.get(CACHE_ENV):
-        return Path(env).expanduser()
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ragbrain"
 
 
 def _fingerprint(corpus_file: Path, model: str) -> str:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,9 +12,9 @@ if TYPE_CHECKING:
 
 
 def _figure(width: float, height: float) -> Figure:
-    import matplotlib
+    from ragbrain.extras import require
 
-    matplotlib.use("Agg")
+    require("matplotlib", extra="eval", feature="Evaluation plots").use("Agg")
     from matplotlib.figure import Figure
 
     return Figure(figsize=(width, height), dpi=110)
@@ -24,16 +22,11 @@ def _figure(width: float, height: float) -> Figure:
 
 def _save(figure: Figure, path: Path) -> None:
     """Save through a temporary file and a rename, so no half-written PNG is left behind."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".png")
-    os.close(handle)
-    try:
+    from ragbrain.atomic import replacing
+
+    with replacing(path) as temporary:
         figure.tight_layout()
-        figure.savefig(temp, format="png")
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+        figure.savefig(temporary, format="png")
 
 
 def plot_eval(summary: Mapping[str, Mapping[str, Any]], title: str, path: Path) -> None:

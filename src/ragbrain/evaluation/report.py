@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ragbrain.atomic import write_text
 from ragbrain.evaluation.metrics import (
     mean,
     mrr_at_k,
@@ -94,19 +94,9 @@ def markdown_table(summary: Mapping[str, Mapping[str, Any]]) -> str:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``path``, then rename it into place.
-
-    An interrupted run leaves the old file (or none), never a half-written one.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    """Write ``text`` whole or not at all (``ragbrain.atomic.write_text``): an interrupted run
+    leaves the old file (or none), never a half-written one."""
+    write_text(path, text)
 
 
 def write_json(path: Path, payload: Any) -> None:

@@ -50,7 +50,10 @@ def dense_retriever(store: Store) -> BaseRetriever:
     """LangChain's own Chroma retriever (top 10) over the very collection ``store`` reads."""
     import chromadb
     from chromadb.config import Settings
-    from langchain_chroma import Chroma
+
+    from ragbrain.extras import require
+
+    Chroma = require("langchain_chroma", extra="eval", feature="The dense baseline").Chroma  # noqa: N806
 
     client = chromadb.PersistentClient(
         path=store.location, settings=Settings(anonymized_telemetry=False)
@@ -61,7 +64,8 @@ def dense_retriever(store: Store) -> BaseRetriever:
         embedding_function=store.embeddings,
         create_collection_if_not_exists=False,
     )
-    return chroma.as_retriever(search_kwargs={"k": DENSE_K})
+    retriever: BaseRetriever = chroma.as_retriever(search_kwargs={"k": DENSE_K})
+    return retriever
 
 
 def build_retrievers(
@@ -89,20 +93,13 @@ def build_retrievers(
     return retrievers
 
 
-def _forget_queries(store: Store) -> None:
-    """Drop the store's query-embedding cache so every configuration pays for embedding alike."""
-    cache_clear = getattr(getattr(store, "_embed_query", None), "cache_clear", None)
-    if callable(cache_clear):
-        cache_clear()
-
-
 def _trace(docs: list[Document]) -> dict[str, Any]:
     return dict(docs[0].metadata.get(RETRIEVAL_KEY, {})) if docs else {}
 
 
 def run_one(config: Config, retriever: BaseRetriever, query: Query, store: Store) -> QueryRun:
     """Time one retrieval (LangChain ``invoke`` on both sides) and record its decisions."""
-    _forget_queries(store)
+    store.forget_queries()  # every configuration pays for embedding alike
     kwargs: dict[str, Any] = {}
     if query.type_filter and config.kind == "ragbrain":
         kwargs["type_filter"] = query.type_filter

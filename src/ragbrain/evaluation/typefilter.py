@@ -37,14 +37,17 @@ def _embeddings(page: GetResult) -> list[list[float]]:
 def cluster_types(store: Store, n_types: int, seed: int = 0) -> dict[str, str]:
     """Give every chunk a type ``topic-<i>`` by k-means (k = ``n_types``) on its stored vector."""
     import numpy as np
-    from sklearn.cluster import KMeans  # type: ignore[import-untyped]
+
+    from ragbrain.extras import require
+
+    kmeans = require("sklearn.cluster", extra="eval", feature="Topic types (k-means)").KMeans
 
     ids: list[str] = []
     vectors: list[list[float]] = []
     for page in store.pages(["embeddings"]):
         ids += page["ids"]
         vectors += [[float(x) for x in v] for v in _embeddings(page)]
-    labels = KMeans(n_clusters=n_types, random_state=seed, n_init=4).fit_predict(np.array(vectors))
+    labels = kmeans(n_clusters=n_types, random_state=seed, n_init=4).fit_predict(np.array(vectors))
     return {id_: f"topic-{int(label)}" for id_, label in zip(ids, labels, strict=True)}
 
 

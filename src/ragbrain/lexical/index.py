@@ -11,8 +11,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
-import tempfile
 import zipfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -22,6 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ragbrain.atomic import write_bytes
 from ragbrain.errors import RagbrainError
 from ragbrain.lexical.tokens import TOKENIZER_VERSION, tokenize
 from ragbrain.typematch import fold
@@ -230,17 +229,9 @@ class LexicalIndex:
             "indptr": self.indptr,
             "terms": self.flat,
         }
-        path.parent.mkdir(parents=True, exist_ok=True)
         buffer = io.BytesIO()
         np.savez(buffer, **arrays)
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".lexical-", suffix=".tmp")
-        try:
-            with os.fdopen(handle, "wb") as out:
-                out.write(buffer.getvalue())
-            os.replace(temporary, path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        write_bytes(path, buffer.getvalue())
 
     @classmethod
     def load(cls, path: Path) -> LexicalIndex:

@@ -9,14 +9,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ragbrain.lexical.index import LexicalIndex, LexicalIndexError, fingerprint
+from ragbrain.store import type_index
 
 if TYPE_CHECKING:
     from ragbrain.store import Store
 
 log = logging.getLogger(__name__)
-
-#: A long-lived searcher compares the store's chunk count with its index at most this often.
-RECHECK_SECONDS = 2.0
 
 
 def index_path(store: Store) -> Path:
@@ -69,8 +67,9 @@ class LexicalSearcher:
     """The index a graph searches, rechecked against the store's chunk count now and then.
 
     A long-lived process (a server, Studio) thus sees chunks another process ingested
-    without reopening; the check is one ``count`` call at most every ``RECHECK_SECONDS``, and
-    for an embedded store only when its ``Store.version`` has changed.
+    without reopening; the check is one ``count`` call at most every
+    ``type_index.RECHECK_SECONDS`` (one interval for every long-lived reader), and for an
+    embedded store only when its ``Store.version`` has changed.
     """
 
     def __init__(self, store: Store, index: LexicalIndex | None = None) -> None:
@@ -88,7 +87,7 @@ class LexicalSearcher:
     def index(self) -> LexicalIndex:
         """The current index; resynced when the store's chunk count no longer matches."""
         now = time.monotonic()
-        if now - self._checked >= RECHECK_SECONDS:
+        if now - self._checked >= type_index.RECHECK_SECONDS:
             with self._lock:
                 self._checked = now
                 version = self.store.version()

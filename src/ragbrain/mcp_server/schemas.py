@@ -144,6 +144,11 @@ class SearchResult(BaseModel):
     gate: float = Field(description="The quality gate's threshold in this run.")
     fallback: bool = Field(description="The fallback search ran.")
     critic: str = Field(description="What the critic did.")
+    answerable: bool = Field(
+        description="False when the notes do not answer the query: chunks is then empty, "
+        "and abstain_reason says why. Do not answer from these notes then."
+    )
+    abstain_reason: str | None = Field(description="Why the run abstained; null if it did not.")
     notes: list[str] = Field(description="One line per pipeline step: what it decided and why.")
     unknown_types: list[UnknownType] = Field(
         default_factory=list,

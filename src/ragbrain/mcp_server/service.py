@@ -15,7 +15,6 @@ from ragbrain.embeddings import model_name_of
 from ragbrain.errors import InvalidInputError
 from ragbrain.factory import CriticChoice, resolve_critic
 from ragbrain.gates import run_gate
-from ragbrain.graph import bind_critic
 from ragbrain.mcp_server.schemas import (
     MAX_LABEL_CHARS,
     Chunk,
@@ -27,9 +26,11 @@ from ragbrain.mcp_server.schemas import (
     clean_text,
     finite_or_none,
 )
+from ragbrain.nodes.critic import bind_critic
+from ragbrain.paths import default_store_path
 from ragbrain.retriever import CorrectiveRetriever
 from ragbrain.state import RETRIEVAL_KEY
-from ragbrain.store import Store, default_store_path
+from ragbrain.store import Store
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -185,6 +186,8 @@ class RagbrainService:
             gate=output["gate"],
             fallback=output.get("fallback", False),
             critic=output["critic"],
+            answerable=output["answerable"],
+            abstain_reason=output["abstain_reason"],
             notes=output["notes"],
             unknown_types=[
                 UnknownType(type=_label(type_), closest=[_label(c) for c in closest])

@@ -1,20 +1,35 @@
-"""critic_filter: score every kept hit with the critic, drop the irrelevant, build the documents.
+"""critic_filter: score every hit with the critic, drop the irrelevant, build the documents,
+and say whether the notes answer the query at all.
 
-Without a critic the graph has no ``critic_filter`` node; each search ends the run with
-``keep_all`` instead (see ``ragbrain.graph``).
+The node is always in the graph. Without a critic it keeps every hit and the trace says why.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
 from ragbrain.context import RetrievalContext, context_of
 from ragbrain.critic.base import Critic, keep_mask, threshold_label
+from ragbrain.critic.model import TransformerCritic
 from ragbrain.nodes import Node
 from ragbrain.state import RETRIEVAL_KEY, Hit, RetrievalState
+
+if TYPE_CHECKING:
+    from ragbrain.store import Store
+
+
+def bind_critic(critic: Critic, store: Store) -> Critic:
+    """The critic as a graph over ``store`` uses it: a ``TransformerCritic`` bound to the
+    store's embedding model (``for_model``: its distance layer when it learned that model's
+    distances), any other critic as it is."""
+    if isinstance(critic, TransformerCritic):
+        return critic.for_model(store.embedding_model)
+    return critic
 
 
 def _document(hit: Hit, score: float | None, state: RetrievalState, critic: str) -> Document:
@@ -35,38 +50,67 @@ def _document(hit: Hit, score: float | None, state: RetrievalState, critic: str)
     )
 
 
-def keep_all(state: RetrievalState, off_reason: str) -> dict[str, Any]:
-    """The run's end when there is no critic: every hit becomes a document, and the trace and
-    the notes say why nothing was judged."""
-    hits, status = state["hits"], f"off: {off_reason}"
-    documents = [_document(hit, None, state, status) for hit in hits]
-    return {
-        "documents": documents,
-        "critic": status,
-        "notes": [f"critic {status}; kept all {len(hits)}"],
-    }
+def abstention(
+    hits: Sequence[Hit], scores: Sequence[float] | None, kept: int, threshold: float | None
+) -> tuple[bool, str | None]:
+    """Whether the notes answer the query, and why not when they do not.
+
+    The run abstains (``answerable`` False, an empty answer) when the search found nothing, or
+    when the critic judged every candidate irrelevant; a poor gate verdict alone never makes
+    it abstain (the fallback and the critic have the last word).
+
+    Args:
+        hits: The candidates the critic saw.
+        scores: The critic's scores for them; None when the critic is off.
+        kept: How many the critic kept.
+        threshold: The critic threshold the run used (None when off).
+
+    Returns:
+        ``(answerable, reason)``; the reason is None when answerable.
+    """
+    if not hits:
+        return False, "the search found no chunk to judge"
+    if scores is not None and kept == 0:
+        best = max((s for s in scores if not math.isnan(s)), default=math.nan)
+        return False, (
+            f"the critic judged every chunk irrelevant (best score {best:.3f} < {threshold:.3f})"
+        )
+    return True, None
 
 
-def make_critic_filter(critic: Critic) -> Node:
-    """Bind a critic into the ``critic_filter`` node."""
+def make_critic_filter(critic: Critic | None, off_reason: str = "no critic configured") -> Node:
+    """Bind a critic (or None: keep every hit, saying ``off_reason``) into ``critic_filter``."""
 
     def critic_filter(state: RetrievalState, runtime: Runtime[RetrievalContext]) -> dict[str, Any]:
         hits = state["hits"]
-        threshold = context_of(runtime).critic_threshold
-        if threshold is None:
-            threshold = critic.threshold
-        texts, distances = [hit["text"] for hit in hits], [hit["distance"] for hit in hits]
-        scores = critic.score(state["query"], texts, distances) if hits else []
-        status = f"on ({threshold_label(critic, threshold)})"
-        documents = [
-            _document(hit, score, state, status)
-            for hit, score, keep in zip(hits, scores, keep_mask(scores, threshold), strict=True)
-            if keep
-        ]
-        dropped = len(hits) - len(documents)
-        note = f"critic {status}: kept {len(documents)}, dropped {dropped} of {len(hits)}"
-        if hits and not documents:
-            note += "; every chunk scored below the threshold, so nothing is returned"
-        return {"documents": documents, "critic": status, "notes": [note]}
+        if critic is None:
+            status = f"off: {off_reason}"
+            documents = [_document(hit, None, state, status) for hit in hits]
+            answerable, reason = abstention(hits, None, len(documents), None)
+            note = f"critic {status}; kept all {len(hits)}"
+        else:
+            threshold = context_of(runtime).critic_threshold
+            if threshold is None:
+                threshold = critic.threshold
+            texts, distances = [hit["text"] for hit in hits], [hit["distance"] for hit in hits]
+            scores = critic.score(state["query"], texts, distances) if hits else []
+            status = f"on ({threshold_label(critic, threshold)})"
+            documents = [
+                _document(hit, score, state, status)
+                for hit, score, keep in zip(hits, scores, keep_mask(scores, threshold), strict=True)
+                if keep
+            ]
+            answerable, reason = abstention(hits, scores, len(documents), threshold)
+            dropped = len(hits) - len(documents)
+            note = f"critic {status}: kept {len(documents)}, dropped {dropped} of {len(hits)}"
+        if reason is not None:
+            note += f"; nothing is returned: {reason}"
+        return {
+            "documents": documents,
+            "critic": status,
+            "answerable": answerable,
+            "abstain_reason": reason,
+            "notes": [note],
+        }
 
     return critic_filter

@@ -1,8 +1,4 @@
-"""Adaptive depth: score the query's complexity and pick how many chunks to fetch.
-
-The first step of ``vector_search``, not a node of its own: it reads nothing but the query,
-takes microseconds, and a LangGraph superstep costs ~0.6 ms here (2-3% of a whole query).
-"""
+"""choose_depth: score the query's complexity and pick how many chunks to hand over."""
 
 from __future__ import annotations
 
@@ -10,7 +6,10 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from ragbrain.context import RetrievalContext
+from langgraph.runtime import Runtime
+
+from ragbrain.context import RetrievalContext, context_of
+from ragbrain.state import RetrievalState
 
 
 @lru_cache(maxsize=32)
@@ -49,7 +48,7 @@ def depth_for(score: int, context: RetrievalContext) -> int:
     return medium if score >= medium_from else simple
 
 
-def choose_depth(query: str, context: RetrievalContext) -> dict[str, Any]:
+def plan_depth(query: str, context: RetrievalContext) -> dict[str, Any]:
     """The complexity score, the depth and the trace line; an explicit ``k`` overrides the
     tiers. Returns the state keys to write."""
     score, reasons = complexity(query, context)
@@ -66,3 +65,8 @@ def choose_depth(query: str, context: RetrievalContext) -> dict[str, Any]:
         "depth": depth,
         "notes": [f"depth {depth}: complexity {score} ({why})"],
     }
+
+
+def choose_depth(state: RetrievalState, runtime: Runtime[RetrievalContext]) -> dict[str, Any]:
+    """Adaptive depth, the graph's first node: a pure function of the query and the context."""
+    return plan_depth(state["query"], context_of(runtime))

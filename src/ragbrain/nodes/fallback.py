@@ -15,6 +15,11 @@ if TYPE_CHECKING:
     from ragbrain.store import Store
 
 
+def rescued(hits: list[Hit]) -> list[Hit]:
+    """Copies of ``hits`` marked as found by the fallback."""
+    return [Hit(**{**hit, "from_fallback": True}) for hit in hits]
+
+
 def merge_hits(first: list[Hit], second: list[Hit], limit: int) -> list[Hit]:
     """Union by id (the first search's copy wins a tie), best distance first, at most ``limit``."""
     by_id: dict[str, Hit] = {}
@@ -49,8 +54,7 @@ def make_fallback_search(store: Store, lexical: LexicalSearcher | None = None) -
         hybrid = context_of(runtime).search_mode == "hybrid" and lexical is not None
         if lexical is None:  # the router only comes here with a type filter to drop
             found = store.search(query, depth, None)
-            rescued = [Hit(**{**hit, "from_fallback": True}) for hit in found]
-            merged = merge_hits(state["hits"], rescued, depth)
+            merged = merge_hits(state["hits"], rescued(found), depth)
             rungs = "without the type filter"
         else:
             from ragbrain.lexical.fusion import (
@@ -66,24 +70,21 @@ def make_fallback_search(store: Store, lexical: LexicalSearcher | None = None) -
                 # is not outranked by the filtered hits the gate just judged poor.
                 trust = dense_trusted(store, query, context_of(runtime).dense_languages)
                 wide = hybrid_search(store, lexical.index, query, depth, trust_dense=trust)[0]
-                rescued = [Hit(**{**hit, "from_fallback": True}) for hit in wide]
-                merged = merge_hits(state["hits"], rescued, depth)
+                merged = merge_hits(state["hits"], rescued(wide), depth)
                 rungs = "without the type filter (hybrid)"
             else:
                 rankings: list[list[Hit] | list[str]] = [state["hits"]]
                 rung_names = []
                 if types:
                     found = store.search(query, depth, None)
-                    rankings.append([Hit(**{**hit, "from_fallback": True}) for hit in found])
+                    rankings.append(rescued(found))
                     rung_names.append("without the type filter")
                 matches = lexical.index.search(query, max(depth, CANDIDATES))
                 rankings.append([match.id for match in matches])
                 rung_names.append(f"lexical rescue ({len(matches)} BM25 hits)")
                 first_ids = {hit["id"] for hit in state["hits"]}
-                merged = [
-                    hit if hit["id"] in first_ids else Hit(**{**hit, "from_fallback": True})
-                    for hit in fuse_hits(store, query, rankings, depth)
-                ]
+                fused = fuse_hits(store, query, rankings, depth)
+                merged = [hit if hit["id"] in first_ids else rescued([hit])[0] for hit in fused]
                 rungs = " + ".join(rung_names)
         first_ids = {hit["id"] for hit in state["hits"]}
         new = sum(hit["id"] not in first_ids for hit in merged)

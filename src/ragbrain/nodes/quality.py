@@ -1,44 +1,55 @@
-"""The CRAG gate (the last step of ``vector_search``), and the router that reads its decision.
+"""assess_quality: the CRAG gate, and the router that reads its decision.
 
-Like adaptive depth, the gate is a pure function of what the node already holds (the hits and
-the threshold): a node of its own would cost a LangGraph superstep (~0.6 ms here, measured
-with `benchmarks.latency`), more than the decision itself. Its verdict, threshold and note
-are written to the state and the trace all the same, and the branch it takes (the graph's one
-branch, ``route_after_gate``) is drawn in Studio and in `ragbrain graph`.
+The gate is pure: it reads the hits and the run's context. What it needs from the store (the
+threshold calibrated for it or shipped for its model, and whether a lexical index exists) is
+resolved once when the graph is built (``GateSetting``), not looked up per run.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import dataclass
+from typing import Any, Literal
 
-from ragbrain.gates import run_gate
+from langgraph.runtime import Runtime
+
+from ragbrain.context import RetrievalContext, context_of
+from ragbrain.nodes import Node
 from ragbrain.nodes.fallback import can_widen
-from ragbrain.state import Hit, Verdict
-
-if TYPE_CHECKING:
-    from ragbrain.context import RetrievalContext
-    from ragbrain.lexical.sync import LexicalSearcher
-    from ragbrain.store import Store
+from ragbrain.state import Hit, RetrievalState, Verdict
 
 
-def assess_quality(
-    hits: list[Hit],
-    types: list[str] | None,
-    context: RetrievalContext,
-    store: Store,
-    lexical: LexicalSearcher | None = None,
+@dataclass(frozen=True)
+class GateSetting:
+    """What the gate knows of the store it judges, fixed when the graph is built.
+
+    Attributes:
+        threshold: The store's gate threshold when the context sets none (``gates.store_gate``).
+        origin: Where that threshold comes from, for the trace.
+        lexical: Whether the graph has a lexical index (a dense run can then be rescued by BM25).
+    """
+
+    threshold: float
+    origin: str
+    lexical: bool = False
+
+
+def gate_verdict(
+    hits: list[Hit], types: list[str] | None, context: RetrievalContext, setting: GateSetting
 ) -> dict[str, Any]:
     """The gate: "poor" when there are no hits or the best distance is above the threshold.
 
-    The threshold is the context's, else the store's (see ``ragbrain.gates``). A poor verdict
-    also decides whether a fallback can widen the search (``can_widen``).
+    The threshold is the context's, else the store's (``setting``). A poor verdict also
+    decides whether a fallback can widen the search (``can_widen``).
 
     Returns:
         The state keys to write (``gate``, ``best_distance``, ``verdict``, ``fallback``) and
         ``note``, the trace line saying why.
     """
-    threshold, origin = run_gate(store, context.gate_threshold)
+    if context.gate_threshold is not None:
+        threshold, origin = context.gate_threshold, "set in the context"
+    else:
+        threshold, origin = setting.threshold, setting.origin
     distances = [max(0.0, hit["distance"]) for hit in hits]
     best = min(distances) if distances else None
     verdict: Verdict = "poor" if best is None or best > threshold else "good"
@@ -48,10 +59,11 @@ def assess_quality(
         sign = ">" if verdict == "poor" else "<="
         note = f"verdict {verdict}: best distance {best:.3f} {sign} gate {threshold:.3f}"
         note += f" ({origin})"
+    lexical = object() if setting.lexical else None
     fallback = verdict == "poor" and can_widen(types, context.search_mode, lexical)
     if verdict == "poor" and not fallback:
         note += "; no fallback: the first search already covered every type"
-        if lexical is not None:
+        if setting.lexical:
             note += " and searched lexically"
     return {
         "gate": threshold,
@@ -62,7 +74,19 @@ def assess_quality(
     }
 
 
-def route_after_gate(gate: Mapping[str, Any]) -> Literal["widen", "judge"]:
-    """The branch after the gate (``gate``: what ``assess_quality`` decided): to the fallback
-    when it decided one runs, else on to the critic (or, with no critic, to the end)."""
-    return "widen" if gate.get("fallback") else "judge"
+def make_assess_quality(setting: GateSetting) -> Node:
+    """The ``assess_quality`` node with the store's gate setting bound."""
+
+    def assess_quality(state: RetrievalState, runtime: Runtime[RetrievalContext]) -> dict[str, Any]:
+        decided = gate_verdict(
+            state["hits"], state.get("type_filter"), context_of(runtime), setting
+        )
+        note = decided.pop("note")
+        return {**decided, "notes": [note]}
+
+    return assess_quality
+
+
+def route_after_gate(state: Mapping[str, Any]) -> Literal["widen", "judge"]:
+    """To the fallback when the gate decided one runs, else on to the critic."""
+    return "widen" if state.get("fallback") else "judge"

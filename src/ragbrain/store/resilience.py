@@ -18,6 +18,7 @@ from ragbrain.errors import (
     StoreNotFoundError,
     StoreUnavailableError,
 )
+from ragbrain.paths import DEADLINE_ENV, RETRIES_ENV
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -26,8 +27,6 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-DEADLINE_ENV = "RAGBRAIN_DEADLINE"
-RETRIES_ENV = "RAGBRAIN_RETRIES"
 _MIN_ATTEMPT = 0.05  # no attempt is started with less time than this left
 # The HTTP timeout of the request being made in this thread (None: no ragbrain call is active).
 _ATTEMPT_TIMEOUT: contextvars.ContextVar[float | None] = contextvars.ContextVar(

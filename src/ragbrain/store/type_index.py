@@ -28,8 +28,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -41,6 +39,7 @@ import numpy
 from safetensors import SafetensorError, safe_open
 from safetensors.numpy import save_file
 
+from ragbrain.atomic import replacing
 from ragbrain.state import Hit
 from ragbrain.typematch import fold, stored_spellings
 
@@ -393,15 +392,8 @@ class TypeIndex:
             "store": store,
         }
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".vectors-", suffix=".tmp")
-            os.close(handle)
-            try:
-                save_file({"vectors": entry.matrix}, temporary, metadata=header)
-                os.replace(temporary, path)
-            except BaseException:
-                Path(temporary).unlink(missing_ok=True)
-                raise
+            with replacing(path) as temporary:
+                save_file({"vectors": entry.matrix}, str(temporary), metadata=header)
         except OSError as exc:
             logger.debug(
                 "Could not keep the vectors of types %s at %s: %s", sorted(types), path, exc

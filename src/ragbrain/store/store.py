@@ -1,12 +1,10 @@
-"""Opening the Chroma store (in a folder or on a server), checking its space and dimension."""
+"""Store: one cosine Chroma collection and the embeddings that fill it (reads, writes, search)."""
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import logging
 import math
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -17,152 +15,33 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from ragbrain.embeddings import model_name_of
-from ragbrain.errors import (
-    InvalidInputError,
-    StoreLockedError,
-    StoreMismatchError,
-    StoreNotFoundError,
-    StoreUnavailableError,
-)
-from ragbrain.resilience import StorePolicy, bound_requests, call
+from ragbrain.errors import InvalidInputError
+from ragbrain.paths import cache_root
 from ragbrain.state import Hit
-from ragbrain.type_index import KnownTypes, TypeIndex, type_where, typed_nearest
+from ragbrain.store.collection import open_collection
+from ragbrain.store.connect import connect
+from ragbrain.store.keys import (
+    BATCH,
+    COLLECTION,
+    DIMENSION_KEY,
+    GATE_KEY,
+    GATE_SOURCE_KEY,
+    MODEL_KEY,
+    PAGE,
+)
+from ragbrain.store.repair import restore_missing_vectors, writer_lock
+from ragbrain.store.resilience import StorePolicy, call
+from ragbrain.store.type_index import KnownTypes, TypeIndex, type_where, typed_nearest
 from ragbrain.typematch import stored_spellings
 
 if TYPE_CHECKING:
-    import httpx
-    from chromadb.api import ClientAPI
     from chromadb.api.models.Collection import Collection
     from chromadb.api.types import GetResult, Include
     from langchain_core.embeddings import Embeddings
 
-log = logging.getLogger(__name__)
 T = TypeVar("T")
-
-COLLECTION = "ragbrain"
-STORE_ENV = "RAGBRAIN_STORE"
-SERVER_ENV = "RAGBRAIN_SERVER"
-LOCK_FILE = "ragbrain.lock"
-MODEL_KEY = "ragbrain:embedding_model"
-DIMENSION_KEY = "ragbrain:dimension"
-GATE_KEY = "ragbrain:gate_threshold"  # written by `ragbrain calibrate`
-GATE_SOURCE_KEY = "ragbrain:gate_source"
-_BATCH = 1000  # Chroma caps how many records one call may carry.
-#: Records read per call when listing a whole store. Chroma reads a call's metadata with one
-#: SQL statement naming every id, and SQLite refuses more than 32,766 variables: an unpaged
-#: listing fails on a store of about 33k chunks or more ("too many SQL variables").
-PAGE = 5000
 #: How long a server store's list of types is reused when no index of the store has it.
 TYPES_SECONDS = 5.0
-
-
-def default_store_path() -> Path:
-    """``$RAGBRAIN_STORE``, else ``$XDG_DATA_HOME/ragbrain/store`` (``~/.local/share/...``)."""
-    if env := os.environ.get(STORE_ENV):
-        return Path(env).expanduser()
-    data_home = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
-    return Path(data_home) / "ragbrain" / "store"
-
-
-def _client(path: Path) -> ClientAPI:
-    import chromadb
-    from chromadb.config import Settings
-
-    return chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
-
-
-# --- server mode (issue #6) ---
-def parse_server_url(url: str) -> tuple[str, int, bool]:
-    """``http://HOST:PORT`` (or https) as (host, port, ssl); the port defaults to 8000.
-
-    Raises:
-        InvalidInputError: Not an http(s) URL with a host.
-    """
-    from urllib.parse import urlsplit
-
-    try:
-        parts = urlsplit(url.strip())
-        port = parts.port
-    except (ValueError, AttributeError) as exc:
-        raise InvalidInputError(f"The server URL {url!r} is not valid ({exc}).") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/"):
-        raise InvalidInputError(
-            f"The server URL must look like http://HOST:PORT (or https://), got {url!r}."
-        )
-    return parts.hostname, port or 8000, parts.scheme == "https"
-
-
-@lru_cache(maxsize=1)
-def _probe_client() -> httpx.Client:
-    """One client for heartbeats (each new httpx client spends ~0.1 s loading certificates)."""
-    import httpx
-
-    return httpx.Client()
-
-
-def _server_client(url: str, policy: StorePolicy) -> ClientAPI:
-    """An HttpClient whose every request has a timeout (see ``resilience.bound_requests``).
-
-    chromadb's constructor already talks to the server without a timeout, so a bounded
-    heartbeat goes first: a server that is down or frozen fails here, within the deadline.
-    """
-    import chromadb
-    from chromadb.config import Settings
-
-    from ragbrain.resilience import attempt_timeout
-
-    host, port, ssl = parse_server_url(url)
-    base = f"{'https' if ssl else 'http'}://{host}:{port}"
-
-    def heartbeat() -> None:
-        response = _probe_client().get(f"{base}/api/v2/heartbeat", timeout=attempt_timeout())
-        if response.status_code in (429, 502, 503, 504):
-            raise ConnectionError(f"HTTP {response.status_code} from {base}")
-        if response.status_code != 200:
-            raise StoreUnavailableError(
-                f"{base} answered HTTP {response.status_code} to a heartbeat: is it a Chroma "
-                "server (`chroma run --host HOST --port PORT`)?"
-            )
-
-    where = f"Reaching the Chroma server at {base}"
-    call(policy, where, heartbeat)
-    settings = Settings(anonymized_telemetry=False)
-    client = call(
-        policy,
-        where,
-        lambda: chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=settings),
-    )
-    bound_requests(client)
-    return client
-
-
-def connect(
-    path: str | Path | None, server: str | None, policy: StorePolicy, *, create: bool
-) -> tuple[ClientAPI, str, Path | None]:
-    """A client for the folder or the server, where it is (for messages), and the folder."""
-    if server:
-        host, port, ssl = parse_server_url(server)
-        return _server_client(server, policy), f"{'https' if ssl else 'http'}://{host}:{port}", None
-    folder = Path(path).expanduser() if path is not None else default_store_path()
-    if folder.exists() and not folder.is_dir():
-        raise StoreNotFoundError(f"The store path {folder} is a file, not a folder.")
-    if not create and not folder.is_dir():
-        raise StoreNotFoundError(
-            f"No ragbrain store at {folder}. Create one with "
-            f"`ragbrain ingest NOTES_DIR --store {folder}`."
-        )
-    return _client(folder), str(folder), folder
-
-
-# --- end server mode ---
-
-
-def _space(collection: Collection) -> str:
-    config: dict[str, Any] = dict(collection.configuration or {})
-    for index in ("hnsw", "spann"):
-        if config.get(index):
-            return str(config[index].get("space", "l2"))
-    return str((collection.metadata or {}).get("hnsw:space", "l2"))
 
 
 class Store:
@@ -202,8 +81,6 @@ class Store:
         or for a server store, ``$RAGBRAIN_CACHE/<name>/<digest of the URL><suffix>``."""
         if self.folder is not None:
             return self.folder / f"{name}{suffix}"
-        from ragbrain.evaluation.beir import cache_root
-
         digest = hashlib.sha256(self.location.encode()).hexdigest()[:16]
         return cache_root() / name / f"{digest}{suffix}"
 
@@ -250,137 +127,46 @@ class Store:
         policy = policy or StorePolicy()
         client, where, folder = connect(path, server, policy, create=create)
         hint = f"--server {server}" if server else f"--store {where}"
-        dimension = len(embeddings.embed_query("dimension probe"))
-        model = model_name_of(embeddings)
-        try:
-            collection = call(
-                policy,
-                f"Opening the collection at {where}",
-                lambda: client.get_collection(COLLECTION, embedding_function=None),
-            )
-        except StoreNotFoundError:
-            if not create:
-                raise StoreNotFoundError(
-                    f"{where} holds no ragbrain collection. Create one with "
-                    f"`ragbrain ingest NOTES_DIR {hint}`."
-                ) from None
-            collection = call(
-                policy,
-                f"Creating the collection at {where}",
-                lambda: client.get_or_create_collection(
-                    COLLECTION,
-                    metadata={MODEL_KEY: model, DIMENSION_KEY: dimension},
-                    configuration={"hnsw": {"space": "cosine"}},
-                    embedding_function=None,
-                ),
-            )
-        space = _space(collection)
-        if space != "cosine":
-            if not convert_space:
-                raise StoreMismatchError(
-                    f"The collection in {where} uses the {space!r} distance space; ragbrain "
-                    "needs 'cosine'. Pass convert_space=True (CLI: --convert-space) to copy it "
-                    "into a cosine collection."
-                )
-            collection = call(
-                policy,
-                f"Converting the collection at {where}",
-                lambda: _convert_to_cosine(client, collection, model, dimension),
-            )
-        call(
-            policy,
-            f"Checking the collection at {where}",
-            lambda: _check_dimension(collection, where, model, dimension),
+        collection = open_collection(
+            client,
+            where,
+            hint,
+            model=model_name_of(embeddings),
+            dimension=len(embeddings.embed_query("dimension probe")),
+            create=create,
+            convert_space=convert_space,
+            policy=policy,
         )
         return cls(collection, embeddings, location=where, policy=policy, folder=folder)
 
-    # --- server mode (issue #6) ---
-    def _call(self, what: str, fn: Callable[[], T]) -> T:
+    def call(self, what: str, fn: Callable[[], T]) -> T:
         """Run one Chroma operation under the store's deadline and retry policy."""
         return call(self.policy, f"{what} ({self.location})", fn)
 
-    @contextlib.contextmanager
-    def writing(self) -> Iterator[None]:
+    def writing(self) -> contextlib.AbstractContextManager[None]:
         """Hold the store's writer lock (embedded stores only; a server orders writes itself).
 
         Raises:
             StoreLockedError: Another process is writing to the same store folder.
         """
-        if self.folder is None:
-            yield
-            return
-        import fcntl
-
-        path = self.folder / LOCK_FILE
-        with path.open("a+") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                handle.seek(0)
-                holder = handle.read().strip() or "unknown"
-                raise StoreLockedError(
-                    f"The store {self.folder} is locked by another writer (pid {holder}); "
-                    "wait for that `ragbrain ingest` to finish and run this one again."
-                ) from None
-            try:
-                handle.seek(0)
-                handle.truncate()
-                handle.write(str(os.getpid()))
-                handle.flush()
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        return writer_lock(self.folder)
 
     def restore_missing_vectors(self) -> list[str]:
-        """Write back, from their stored records, the chunks that Chroma's vector index lacks.
-
-        A process killed at the wrong moment (SIGKILL, power loss), even after its last write
-        returned, can leave a chunk in Chroma's records but not in its HNSW index (seen in
-        the crash tests: a query for all 109 chunks returned 108), so no search ever finds it
-        and a rerun of the ingest sees it as unchanged. One query for every chunk lists what
-        the index holds; the rest are upserted again with their own stored vectors (no
-        embedding). ``ragbrain ingest`` runs this first: 2.0 s at 100k chunks, about as long
-        as listing the store's ids, which ingest does anyway.
+        """Write back the chunks Chroma's vector index lost in a crash (``repair``).
 
         Returns:
             The ids written back.
         """
-        total = self.count()
-        if not total:
-            return []
-        probe = self._call(
-            "Reading a vector", lambda: self.collection.get(limit=1, include=["embeddings"])
-        )
-        vector: list[Sequence[float]] = [[float(x) for x in probe["embeddings"][0]]]  # type: ignore[index]
-        found = self._call(
-            "Listing the vector index",
-            lambda: self.collection.query(
-                query_embeddings=vector, n_results=total, include=["distances"]
-            ),
-        )
-        indexed = set(found["ids"][0])
-        missing = [i for i in self.all_ids() if i not in indexed]
-        for start in range(0, len(missing), _BATCH):
-            batch = missing[start : start + _BATCH]
-            got = self._call(
-                "Reading chunks",
-                partial(
-                    self.collection.get, ids=batch, include=["documents", "metadatas", "embeddings"]
-                ),
-            )
-            self._call(
-                "Writing chunks",
-                partial(
-                    self.collection.upsert,
-                    ids=list(got["ids"]),
-                    documents=got["documents"],
-                    metadatas=got["metadatas"],
-                    embeddings=got["embeddings"],
-                ),
-            )
-        return missing
+        return restore_missing_vectors(self)
 
-    # --- end server mode ---
+    def embed_query(self, query: str) -> tuple[float, ...]:
+        """The query's vector as searches use it: from a small per-store cache, checked to be
+        finite and not zero."""
+        return self._embed_query(query)
+
+    def forget_queries(self) -> None:
+        """Empty the query-vector cache, so the next searches embed each query afresh."""
+        self._embed_query.cache_clear()
 
     def _embed_query_uncached(self, query: str) -> tuple[float, ...]:
         vector = self.embeddings.embed_query(query)
@@ -388,7 +174,6 @@ class Store:
             raise InvalidInputError(f"The embedding of {query[:40]!r} is zero or not finite.")
         return tuple(vector)
 
-    # --- gate calibration (issue #4) ---
     def gate_threshold(self) -> float | None:
         """The gate threshold calibrated for this store, if ``ragbrain calibrate`` wrote one."""
         value = (self.collection.metadata or {}).get(GATE_KEY)
@@ -403,7 +188,7 @@ class Store:
         kept = {
             k: v for k, v in (self.collection.metadata or {}).items() if not k.startswith("hnsw:")
         }
-        self._call(
+        self.call(
             "Writing the gate threshold",
             lambda: self.collection.modify(
                 metadata={**kept, GATE_KEY: threshold, GATE_SOURCE_KEY: source}
@@ -425,10 +210,9 @@ class Store:
         value = (metadata or {}).get(GATE_KEY)
         return float(value) if isinstance(value, int | float) else None
 
-    # --- end gate calibration ---
     def count(self) -> int:
         """Number of chunks in the store."""
-        return int(self._call("Counting chunks", self.collection.count))
+        return int(self.call("Counting chunks", self.collection.count))
 
     def version(self) -> tuple[int, int] | None:
         """A token that changes whenever an embedded store's data may have (the modification
@@ -459,7 +243,7 @@ class Store:
             return self._nearest(vector, k, None)
         # Types match case-insensitively: filter on every stored spelling of each.
         types = stored_spellings(types, self.known_types())
-        # Type filter (issue #4): Chroma's `where` is 25-70x slower at 100k chunks, so first
+        # Type filter: Chroma's `where` is 25-70x slower at 100k chunks, so first
         # over-fetch unfiltered and filter in memory (see type_index.py); a rare type falls
         # through to Chroma's own filter.
         hits = typed_nearest(self.collection, self._type_index, vector[0], k, set(types))
@@ -470,7 +254,7 @@ class Store:
     ) -> list[Hit]:
         # Chroma refuses tuples (the query-embedding cache holds tuples).
         embeddings: list[Sequence[float]] = [list(v) for v in vector]
-        result = self._call(
+        result = self.call(
             "Searching",
             lambda: self.collection.query(
                 query_embeddings=embeddings,
@@ -500,7 +284,7 @@ class Store:
         ``get`` returns them; a store of any size, in the collection's own order."""
         offset = 0
         while True:
-            page = self._call(
+            page = self.call(
                 "Listing chunks",
                 partial(
                     self.collection.get, where=where, include=include, limit=PAGE, offset=offset
@@ -536,10 +320,10 @@ class Store:
         self._types_seen = None
         self._type_index.forget(ids)  # their type may change: look it up again when seen
         with self._lock:
-            for start in range(0, len(ids), _BATCH):
-                end = start + _BATCH
+            for start in range(0, len(ids), BATCH):
+                end = start + BATCH
                 # Upserting by id is idempotent, so a retried batch never duplicates.
-                self._call(
+                self.call(
                     "Writing chunks",
                     partial(
                         self.collection.upsert,
@@ -580,22 +364,21 @@ class Store:
         """Remove chunks by id."""
         self._type_index.forget(ids)
         with self._lock:
-            for start in range(0, len(ids), _BATCH):
-                batch = list(ids[start : start + _BATCH])
-                self._call("Deleting chunks", partial(self.collection.delete, ids=batch))
+            for start in range(0, len(ids), BATCH):
+                batch = list(ids[start : start + BATCH])
+                self.call("Deleting chunks", partial(self.collection.delete, ids=batch))
 
-    # --- lexical index (issue #5) ---
     def all_ids(self) -> list[str]:
         """Every chunk id in the store (what the lexical index's fingerprint is checked against)."""
-        found = self._call("Listing chunk ids", lambda: self.collection.get(include=[]))
+        found = self.call("Listing chunk ids", lambda: self.collection.get(include=[]))
         return list(found["ids"])
 
     def texts_and_types(self, ids: Sequence[str]) -> list[tuple[str, str, str]]:
         """``(id, text, type)`` of the given chunks (missing ids are left out)."""
         rows: list[tuple[str, str, str]] = []
-        for start in range(0, len(ids), _BATCH):
-            batch = list(ids[start : start + _BATCH])
-            found = self._call(
+        for start in range(0, len(ids), BATCH):
+            batch = list(ids[start : start + BATCH])
+            found = self.call(
                 "Reading chunks",
                 lambda batch=batch: self.collection.get(  # type: ignore[misc]
                     ids=batch, include=["documents", "metadatas"]
@@ -617,7 +400,7 @@ class Store:
         """
         if not ids:
             return []
-        found = self._call(
+        found = self.call(
             "Reading chunks",
             lambda: self.collection.get(
                 ids=list(ids), include=["documents", "metadatas", "embeddings"]
@@ -642,7 +425,6 @@ class Store:
             for id_, text, meta, cos in zip(found["ids"], texts, metas, cosines, strict=True)
         ]
 
-    # --- end lexical index ---
     def known_types(self) -> list[str]:
         """Every note type in the store, as written: from the index of the whole store when
         one is registered (``learn_types_from``), else read from Chroma and kept until the
@@ -669,59 +451,3 @@ class Store:
                 type_ = str((meta or {}).get("type", ""))
                 counts[type_] = counts.get(type_, 0) + 1
         return counts
-
-
-def _check_dimension(collection: Collection, folder: str, model: str, dimension: int) -> None:
-    meta = collection.metadata or {}
-    stored = meta.get(DIMENSION_KEY)
-    if stored is None and collection.count():
-        sample = collection.peek(1)["embeddings"]
-        stored = len(sample[0]) if sample is not None and len(sample) else None
-    if stored is not None and int(stored) != dimension:
-        raise StoreMismatchError(
-            f"The store in {folder} holds {stored}-dimensional vectors "
-            f"(model {meta.get(MODEL_KEY, 'unknown')!r}) but {model!r} makes {dimension}-"
-            "dimensional ones. Use the model the store was built with, or ingest into a new store."
-        )
-    if meta.get(MODEL_KEY) not in (None, model):
-        log.warning(
-            "The store in %s was built with %r, queried with %r (same dimension).",
-            folder,
-            meta.get(MODEL_KEY),
-            model,
-        )
-
-
-def _convert_to_cosine(
-    client: ClientAPI, old: Collection, model: str, dimension: int
-) -> Collection:
-    """Copy every record into a new cosine collection, then swap it in under the old name."""
-    log.warning("Converting the collection %r to the cosine space.", old.name)
-    staging = f"{COLLECTION}-cosine-staging"
-    existing = {c.name for c in client.list_collections()}
-    if staging in existing:
-        client.delete_collection(staging)
-    new = client.create_collection(
-        staging,
-        metadata={
-            **{k: v for k, v in (old.metadata or {}).items() if not k.startswith("hnsw:")},
-            MODEL_KEY: model,
-            DIMENSION_KEY: dimension,
-        },
-        configuration={"hnsw": {"space": "cosine"}},
-        embedding_function=None,
-    )
-    total = old.count()
-    for offset in range(0, total, _BATCH):
-        page = old.get(
-            limit=_BATCH, offset=offset, include=["documents", "metadatas", "embeddings"]
-        )
-        new.add(
-            ids=page["ids"],
-            documents=page["documents"],
-            metadatas=page["metadatas"],
-            embeddings=page["embeddings"],
-        )
-    client.delete_collection(old.name)
-    new.modify(name=COLLECTION)
-    return new

@@ -1,0 +1,33 @@
+"""Where ragbrain keeps things, and the names of its environment variables (a leaf module)."""
+
+from __future__ import annotations
+
+import os
+from importlib import resources
+from pathlib import Path
+
+STORE_ENV = "RAGBRAIN_STORE"
+SERVER_ENV = "RAGBRAIN_SERVER"
+CACHE_ENV = "RAGBRAIN_CACHE"
+DEADLINE_ENV = "RAGBRAIN_DEADLINE"
+RETRIES_ENV = "RAGBRAIN_RETRIES"
+
+
+def default_store_path() -> Path:
+    """``$RAGBRAIN_STORE``, else ``$XDG_DATA_HOME/ragbrain/store`` (``~/.local/share/...``)."""
+    if env := os.environ.get(STORE_ENV):
+        return Path(env).expanduser()
+    data_home = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(data_home) / "ragbrain" / "store"
+
+
+def cache_root() -> Path:
+    """``$RAGBRAIN_CACHE``, else ``$XDG_CACHE_HOME/ragbrain`` (``~/.cache/ragbrain``)."""
+    if env := os.environ.get(CACHE_ENV):
+        return Path(env).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ragbrain"
+
+
+def sample_notes() -> Path:
+    """The folder of sample notes that ships with the package."""
+    return Path(str(resources.files("ragbrain") / "sample_notes"))

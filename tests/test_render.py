@@ -1,0 +1,45 @@
+"""Printing a run: the abstention line people see, and the JSON fields machines read."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from ragbrain.render import print_run, run_to_dict
+from ragbrain.state import RetrievalOutput
+
+
+def output(answerable: bool, reason: str | None) -> RetrievalOutput:
+    return RetrievalOutput(
+        documents=[],
+        complexity=0,
+        depth=5,
+        best_distance=0.8,
+        gate=0.455,
+        verdict="poor",
+        fallback=False,
+        critic="on (threshold 0.065)",
+        answerable=answerable,
+        abstain_reason=reason,
+        notes=["critic on: kept 0, dropped 5 of 5"],
+    )
+
+
+def printed(run: RetrievalOutput) -> str:
+    buffer = io.StringIO()
+    print_run("kafka consumer groups", run, Console(file=buffer, width=200))
+    return buffer.getvalue()
+
+
+def test_an_abstaining_run_prints_why() -> None:
+    reason = "the critic judged every chunk irrelevant (best score 0.010 < 0.065)"
+    text = printed(output(False, reason))
+    assert f"not answerable: {reason}" in text
+    assert "no chunks returned" not in text
+    assert run_to_dict("q", output(False, reason))["answerable"] is False
+
+
+def test_an_empty_answerable_run_says_no_chunks() -> None:
+    text = printed(output(True, None))
+    assert "not answerable" not in text and "no chunks returned" in text
