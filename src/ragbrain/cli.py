@@ -75,10 +75,20 @@ def ingest(
     """Add, update and (with --prune, the default) remove notes in the store."""
     from ragbrain.embeddings import default_embeddings
     from ragbrain.ingest import ingest as run_ingest
+    from ragbrain.ingest.ignore import IgnoreRules
     from ragbrain.progress import progress_reporter
     from ragbrain.store import Store
+    from ragbrain.store.connect import check_location
     from ragbrain.store.resilience import StorePolicy
 
+    try:  # bad input answers at once, before the model loads or a store is created
+        if not path.expanduser().exists():
+            raise FileNotFoundError(f"{path.expanduser().absolute()}: no such file or folder")
+        IgnoreRules(Path.cwd(), exclude=exclude or (), include=include or ())
+        folder = check_location(store, server, create=True)
+    except (RagbrainError, FileNotFoundError) as exc:
+        raise _fail(exc) from exc
+    created = folder is not None and not folder.exists()
     try:
         policy = StorePolicy.from_env()
         opened = Store.open(
@@ -100,6 +110,10 @@ def ingest(
                 include=include or (),
             )
     except (RagbrainError, FileNotFoundError) as exc:
+        if created and folder is not None:  # a failed first ingest leaves no store behind
+            import shutil
+
+            shutil.rmtree(folder, ignore_errors=True)
         raise _fail(exc) from exc
     for skipped in report.skipped:
         err.print(f"skipped {skipped.path}: {skipped.reason}", style="yellow", highlight=False)
@@ -119,6 +133,16 @@ def query(
     server: ServerOption = None,
 ) -> None:
     """Retrieve chunks for TEXT and show every decision the pipeline made."""
+    from ragbrain.inputs import check_k, check_query, check_types
+    from ragbrain.store.connect import check_location
+
+    try:  # bad input answers at once, before any model or store loads
+        check_query(text)
+        check_k(k)
+        check_types(type_ or None)
+        check_location(store, server, create=False)
+    except RagbrainError as exc:
+        raise _fail(exc) from exc
     from ragbrain.render import print_json, print_run
     from ragbrain.retriever import CorrectiveRetriever
     from ragbrain.store.resilience import StorePolicy

@@ -34,18 +34,13 @@ def minilm_path() -> Path:
 def default_embeddings() -> Embeddings:
     """Load all-MiniLM-L6-v2 once per process (normalized vectors, CPU, no network).
 
-    Queries longer than the model's 256-token window are truncated by sentence-transformers.
+    Queries longer than the model's 256-token window are truncated, as sentence-transformers
+    does; the vectors are sentence-transformers' to float rounding (``ragbrain.minilm``).
     """
     set_offline()
-    from langchain_huggingface import HuggingFaceEmbeddings
-    from transformers.utils import logging as hf_logging
+    from ragbrain.minilm import MiniLMEmbeddings
 
-    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-    return HuggingFaceEmbeddings(
-        model_name=str(minilm_path()),
-        model_kwargs={"device": "cpu"},
-        encode_kwargs={"normalize_embeddings": True, "batch_size": 32},
-    )
+    return MiniLMEmbeddings(minilm_path())
 
 
 def model_name_of(embeddings: Embeddings) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import logging
 import math
@@ -155,25 +156,25 @@ def _base_tensors() -> dict[str, torch.Tensor]:
 
 
 def build_model(folder: Path, calibration: dict[str, Any]) -> Any:
-    """Build the classifier from ``config.json`` and fill it strictly from safetensors."""
-    from transformers import AutoConfig, AutoModelForSequenceClassification
-    from transformers.utils import logging as hf_logging
+    """Build the classifier from ``config.json`` and fill it strictly from safetensors.
 
-    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    The model is ``ragbrain.bert.BertForSequenceClassification`` (plain torch, the parameter
+    names and the function of transformers' class of that name, without importing
+    transformers' modeling stack at load time).
+    """
+    from ragbrain.bert import BertConfig, BertForSequenceClassification
+
     config_path = folder / "config.json"
     if not config_path.is_file():
         raise CriticLoadError(f"{config_path}: missing.")
     tensors = read_tensors(folder / WEIGHTS_FILE)
-    try:
-        config = AutoConfig.from_pretrained(folder, local_files_only=True)
-        model = AutoModelForSequenceClassification.from_config(config)  # type: ignore[no-untyped-call]
-    except Exception as exc:  # transformers raises OSError, ValueError, KeyError ...
-        raise CriticLoadError(f"{config_path}: not a usable model config ({exc}).") from exc
+    model = BertForSequenceClassification(BertConfig.read(config_path))
     expected = model.state_dict()
     if calibration.get("base") == MINILM_BASE:
         for name, tensor in _base_tensors().items():
             if name in expected and name not in tensors:
                 tensors[name] = tensor
+    tensors.pop("bert.embeddings.position_ids", None)  # a buffer, not a weight
     missing = sorted(set(expected) - set(tensors))
     unexpected = sorted(set(tensors) - set(expected))
     wrong = sorted(
@@ -267,11 +268,10 @@ class TransformerCritic:
         self.batch_size = batch_size
         self.model = build_model(self.folder, self.calibration)
         _activation_fits(self.folder, self.activation, int(self.model.config.num_labels))
-        self.tokenizer = self._tokenizer()
         # Two copies of the fast tokenizer's engine: one reads whole texts (for the lexical
         # features), the other only joins and cuts (query, passage) pairs.
-        self._words = _engine(self.tokenizer)
-        self._pairs = _engine(self.tokenizer)
+        self._words = self._engine()
+        self._pairs = self._engine()
         self._pairs.enable_truncation(self.max_length, strategy="longest_first")
         self.features = self._features() if "combiner" in self.calibration else None
         if self.calibration.get("quantize") == "int8":
@@ -299,13 +299,30 @@ class TransformerCritic:
         bound._use_layer(embedding_model)
         return bound
 
-    def _tokenizer(self) -> Any:
+    def _tokenizer_folder(self) -> Path:
+        has_tokenizer = any((self.folder / name).is_file() for name in _TOKENIZER_FILES)
+        return self.folder if has_tokenizer else minilm_path()
+
+    @functools.cached_property
+    def tokenizer(self) -> Any:
+        """The transformers fast tokenizer (loaded on first use: scoring needs only its
+        engine, and importing transformers costs ~1 s of a cold start)."""
         from transformers import AutoTokenizer
 
-        has_tokenizer = any((self.folder / name).is_file() for name in _TOKENIZER_FILES)
-        return AutoTokenizer.from_pretrained(
-            self.folder if has_tokenizer else minilm_path(), local_files_only=True
-        )
+        return AutoTokenizer.from_pretrained(self._tokenizer_folder(), local_files_only=True)
+
+    def _engine(self) -> Any:
+        """A private copy of the tokenizer's engine, read from ``tokenizer.json`` when there
+        is one (the very engine the fast tokenizer wraps), else from the fast tokenizer."""
+        from tokenizers import Tokenizer
+
+        path = self._tokenizer_folder() / "tokenizer.json"
+        if not path.is_file():
+            return _engine(self.tokenizer)
+        engine = Tokenizer.from_file(str(path))
+        engine.no_padding()
+        engine.no_truncation()
+        return engine
 
     def _features(self) -> LexicalFeatures:
         path = self.folder / FEATURES_FILE
