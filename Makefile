@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 # pip's notes about local package folders that do not exist on this machine are noise.
 QUIET_PIP := { grep -v "is ignored: it is neither a file nor a directory" || true; }
 
-.PHONY: demo test lint bench install install-test clean
+.PHONY: demo test test-fast lint bench install install-test clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,8 +29,13 @@ install-test: $(VENV)/.installed-test
 demo: install
 	$(BIN)/ragbrain demo
 
+# Everything: unit and integration tests (what CI runs).
 test: install-test
 	$(BIN)/pytest -q
+
+# The inner loop: the unit tests alone (no model, no process, seconds).
+test-fast: install-test
+	$(BIN)/pytest -q tests/unit
 
 lint: install-test
 	$(BIN)/ruff check src tests graphs benchmarks

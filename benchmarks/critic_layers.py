@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     import torch
 
     from ragbrain.critic.model import TransformerCritic
-    from ragbrain.critic.recipe import Recipe
+    from ragbrain.critic.training.recipe import Recipe
 
 #: The shipped critic's own dev lists (its training command's sampling), then extra mixes.
 SHIPPED = ("dev scifact", "dev nfcorpus")
@@ -70,8 +70,8 @@ def lists_for(
     """The retriever's hybrid top ``eval_k`` for the queries ``name`` stands for:
     ``dev SET`` the shipped critic's dev queries, ``train SET`` 1,000 sampled train queries,
     ``test SET`` up to ``test_queries`` sampled test queries."""
-    from ragbrain.critic.data import QueryCandidates, as_retrieved, is_dev
-    from ragbrain.critic.sources import sample_queries
+    from ragbrain.critic.training.data import QueryCandidates, as_retrieved, is_dev
+    from ragbrain.critic.training.sources import sample_queries
     from ragbrain.embeddings import default_embeddings
     from ragbrain.evaluation.beir import corpus_store, load_split
 
@@ -98,7 +98,7 @@ def rows_for(
     import torch
     from safetensors.torch import load_file, save_file
 
-    from ragbrain.critic.train import dev_inputs
+    from ragbrain.critic.training.layers import dev_inputs
 
     calibration = (critic.folder / "calibration.json").read_bytes()
     key = hashlib.sha256(calibration + f"{name}|{test_queries}".encode()).hexdigest()[:16]
@@ -130,7 +130,7 @@ Scorer = Callable[["torch.Tensor"], "torch.Tensor"]
 
 def fit_linear(x: torch.Tensor, y: torch.Tensor, w: torch.Tensor) -> Scorer:
     """The shipped layer's form and fit (``calibrate.fit_combiner``), with a weight per row."""
-    from ragbrain.critic.calibrate import combine, fit_combiner
+    from ragbrain.critic.training.layers import combine, fit_combiner
 
     combiner = fit_combiner(x, y, [f"c{i}" for i in range(x.shape[1])], weights=w)
     return lambda columns: combine(columns, combiner)
@@ -187,15 +187,11 @@ def main() -> None:
 
     import torch
 
-    from ragbrain.critic.calibrate import choose_threshold
-    from ragbrain.critic.metrics import keep_stats, roc_auc
-    from ragbrain.critic.model import (
-        DISTANCE_LIST_INPUTS,
-        PLAIN_LIST_INPUTS,
-        TransformerCritic,
-        default_critic_path,
-    )
-    from ragbrain.critic.recipe import Recipe
+    from ragbrain.critic.folder import DISTANCE_LIST_INPUTS, PLAIN_LIST_INPUTS, default_critic_path
+    from ragbrain.critic.model import TransformerCritic
+    from ragbrain.critic.training.keep_metrics import keep_stats, roc_auc
+    from ragbrain.critic.training.layers import choose_threshold
+    from ragbrain.critic.training.recipe import Recipe
 
     recipe = Recipe()
     critic = TransformerCritic(default_critic_path())
@@ -251,9 +247,9 @@ def main() -> None:
 
 def nfcorpus_grades(rows: Rows, critic: TransformerCritic) -> dict[str, Any]:
     """The shipped distance layer's AUC on NFCorpus test, each grade against the unjudged."""
-    from ragbrain.critic.calibrate import combine
-    from ragbrain.critic.metrics import roc_auc
-    from ragbrain.critic.model import DISTANCE_LIST_INPUTS, WITH_DISTANCE
+    from ragbrain.critic.folder import DISTANCE_LIST_INPUTS, WITH_DISTANCE
+    from ragbrain.critic.training.keep_metrics import roc_auc
+    from ragbrain.critic.training.layers import combine
 
     combiner = critic.calibration[WITH_DISTANCE]["combiner"]
     index = [DISTANCE_LIST_INPUTS.index(c) for c in combiner["inputs"]]

@@ -47,7 +47,8 @@ def main() -> None:
 
     import torch
 
-    from ragbrain.critic.model import TransformerCritic, default_critic_path
+    from ragbrain.critic.folder import default_critic_path
+    from ragbrain.critic.model import TransformerCritic
     from ragbrain.embeddings import DEFAULT_EMBEDDING_MODEL, set_offline
 
     set_offline()

@@ -33,7 +33,7 @@ from ragbrain import CorrectiveRetriever, RetrievalContext, StorePolicy, build_g
 from ragbrain.evaluation.report import machine, write_atomic, write_json
 from ragbrain.paths import cache_root
 from ragbrain.store import Store
-from tests.chroma_server import ChromaServer
+from tests.support.chroma_server import ChromaServer
 
 RESULTS = Path(__file__).parent / "results"
 QUERIES = 200

@@ -9,7 +9,7 @@ import pytest
 from langchain_core.embeddings import Embeddings
 
 from ragbrain.store import Store
-from tests.fakes import NOTES, BagOfWordsEmbeddings
+from tests.support.fakes import NOTES, BagOfWordsEmbeddings
 
 
 @pytest.fixture

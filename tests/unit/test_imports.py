@@ -1,0 +1,142 @@
+"""The public API is pinned, and the package's modules import in any order, with no circle."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import ragbrain
+
+SRC = Path(ragbrain.__file__).resolve().parent
+
+EXPECTED_ALL = [
+    "RETRIEVAL_KEY",
+    "CorrectiveRetriever",
+    "Critic",
+    "CriticLoadError",
+    "InvalidInputError",
+    "RagbrainError",
+    "RetrievalContext",
+    "RetrievalOutput",
+    "Store",
+    "StoreLockedError",
+    "StoreMismatchError",
+    "StoreNotFoundError",
+    "StorePolicy",
+    "StoreUnavailableError",
+    "TransformerCritic",
+    "build_graph",
+    "default_graph",
+    "default_store_path",
+    "open_graph",
+]
+
+
+def test_public_api_is_pinned() -> None:
+    assert sorted(EXPECTED_ALL) == sorted(ragbrain.__all__)
+    assert all(hasattr(ragbrain, name) for name in ragbrain.__all__)
+
+
+def module_names() -> dict[str, Path]:
+    names = {}
+    for file in SRC.rglob("*.py"):
+        parts = file.relative_to(SRC.parent).with_suffix("").parts
+        names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = file
+    return names
+
+
+def imports_of(name: str, file: Path, known: dict[str, Path]) -> set[str]:
+    """The package modules ``name`` imports at run time, wherever the import stands (inside
+    functions too); imports under ``if TYPE_CHECKING:`` do not run and are left out."""
+    package = name if file.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, *([node.module] if node.module else [])])
+            for alias in node.names:
+                submodule = f"{base}.{alias.name}"
+                found.add(submodule if submodule in known else base)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(file.read_text(encoding="utf-8")))
+    return {module for module in found if module in known and module != name}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of ``graph``: its strongly connected components of two or more."""
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def connect(node: str) -> None:
+        order[node] = low[node] = len(order)
+        stack.append(node)
+        for target in sorted(graph[node]):
+            if target not in order:
+                connect(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], order[target])
+        if low[node] == order[node]:
+            component = []
+            while (member := stack.pop()) != node:
+                component.append(member)
+            if component:
+                found.append(sorted([node, *component]))
+
+    for node in sorted(graph):
+        if node not in order:
+            connect(node)
+    return found
+
+
+def test_the_cycle_finder_finds_a_circle() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_circle_even_inside_functions() -> None:
+    known = module_names()
+    graph = {name: imports_of(name, file, known) for name, file in known.items()}
+    assert graph["ragbrain.factory"], "the import scan found nothing: it is broken"
+    assert cycles(graph) == []
+
+
+def test_every_module_imports_first_in_a_fresh_interpreter() -> None:
+    """Each module imported on its own, in a fresh interpreter, in reverse order: an import
+    that only works after another module has been imported fails here."""
+    names = sorted(module_names(), reverse=True)
+    code = "import importlib, sys\nfor name in sys.argv[1:]:\n"
+    code += "    [sys.modules.pop(m) for m in list(sys.modules) if m.startswith('ragbrain')]\n"
+    code += "    importlib.import_module(name)\n"
+    result = subprocess.run(
+        [sys.executable, "-c", code, *names], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_the_runtime_never_imports_training_or_evaluation() -> None:
+    """Training and evaluation sit beside the runtime and import it, never the reverse; only
+    the command line reaches both."""
+    known = module_names()
+    beside = ("ragbrain.critic.training", "ragbrain.evaluation")
+    runtime = [n for n in known if not n.startswith(beside) and n != "ragbrain.cli"]
+    reaching = {
+        name: sorted(m for m in imports_of(name, known[name], known) if m.startswith(beside))
+        for name in runtime
+    }
+    assert {name: found for name, found in reaching.items() if found} == {}

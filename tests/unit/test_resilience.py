@@ -1,0 +1,217 @@
+"""The retry and deadline policy on its own: what is retried, for how long, and what surfaces."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from chromadb.errors import (
+    ChromaAuthError,
+    InvalidArgumentError,
+    NotFoundError,
+    RateLimitError,
+)
+
+from ragbrain.errors import (
+    InvalidInputError,
+    StoreLockedError,
+    StoreMismatchError,
+    StoreNotFoundError,
+    StoreUnavailableError,
+)
+from ragbrain.store import Store, parse_server_url
+from ragbrain.store.resilience import StorePolicy, attempt_timeout, call, is_transient
+from tests.support.fakes import BagOfWordsEmbeddings
+
+pytestmark = pytest.mark.faults
+
+FAST = StorePolicy(deadline=2.0, attempt_timeout=1.0, retries=3, backoff=0.01, max_backoff=0.02)
+
+
+def failing(errors: list[Exception], result: str = "ok") -> tuple[Callable[[], str], list[float]]:
+    """A call that raises each of ``errors`` in turn, then returns ``result``."""
+    seen: list[float] = []
+
+    def fn() -> str:
+        seen.append(attempt_timeout() or -1.0)
+        if errors:
+            raise errors.pop(0)
+        return result
+
+    return fn, seen
+
+
+REQUEST = httpx.Request("POST", "http://127.0.0.1:1/api/v2/query")
+
+
+@pytest.mark.parametrize(
+    ("exc", "transient"),
+    [
+        (httpx.ConnectError("connection refused", request=REQUEST), True),
+        (httpx.RemoteProtocolError("server disconnected", request=REQUEST), True),
+        (httpx.ReadError("connection reset by peer", request=REQUEST), True),
+        (httpx.ReadTimeout("timed out", request=REQUEST), True),
+        (httpx.ConnectTimeout("timed out", request=REQUEST), True),
+        (RateLimitError("slow down"), True),
+        (ConnectionResetError(104, "reset"), True),
+        (
+            InvalidArgumentError("Collection expecting embedding with dimension of 64, got 16"),
+            False,
+        ),
+        (NotFoundError("Collection [ragbrain] does not exist"), False),
+        (ChromaAuthError("no"), False),
+        (ValueError("bad"), False),
+    ],
+    ids=[
+        "refused",
+        "disconnected",
+        "reset",
+        "read-timeout",
+        "connect-timeout",
+        "rate-limit",
+        "os-reset",
+        "dimension",
+        "missing-collection",
+        "auth",
+        "value-error",
+    ],
+)
+def test_transient_or_permanent(exc: Exception, transient: bool) -> None:
+    assert is_transient(exc) is transient
+
+
+def test_transient_failures_are_retried_then_succeed() -> None:
+    fn, seen = failing([httpx.ConnectError("refused"), RateLimitError("slow down")])
+    assert call(FAST, "Searching", fn) == "ok"
+    assert len(seen) == 3
+    assert all(0 < t <= FAST.attempt_timeout for t in seen)  # every attempt had a timeout
+    assert attempt_timeout() is None  # and nothing leaks out of the call
+
+
+def test_retries_are_bounded_and_the_cause_is_attached() -> None:
+    fn, seen = failing([httpx.ConnectError("refused")] * 10)
+    with pytest.raises(
+        StoreUnavailableError, match=r"Searching failed after 4 attempt\(s\)"
+    ) as info:
+        call(FAST, "Searching", fn)
+    assert len(seen) == FAST.retries + 1
+    assert isinstance(info.value.__cause__, httpx.ConnectError)
+    assert isinstance(info.value, RuntimeError)
+
+
+def test_the_deadline_caps_retries_and_attempt_timeouts() -> None:
+    policy = StorePolicy(deadline=0.5, attempt_timeout=5.0, retries=100, backoff=0.05)
+    fn, seen = failing([httpx.ReadTimeout("timed out")] * 1000)
+    start = time.monotonic()
+    with pytest.raises(StoreUnavailableError, match=r"deadline 0\.5s"):
+        call(policy, "Searching", fn)
+    assert time.monotonic() - start < 0.5 + 0.1
+    assert max(seen) <= 0.5  # an attempt never gets more than the time left
+    assert seen == sorted(seen, reverse=True)
+
+
+@pytest.mark.parametrize(
+    ("exc", "raised", "match"),
+    [
+        (NotFoundError("Collection [x] does not exist"), StoreNotFoundError, "does not exist"),
+        (
+            InvalidArgumentError("Collection expecting embedding with dimension of 64, got 16"),
+            StoreMismatchError,
+            "dimension of 64",
+        ),
+        (InvalidArgumentError("bad where clause"), InvalidInputError, "bad where clause"),
+        (ChromaAuthError("denied"), StoreUnavailableError, "refused access"),
+        (KeyError("x"), KeyError, "x"),
+    ],
+    ids=["missing", "dimension", "bad-argument", "auth", "unknown-passes-through"],
+)
+def test_permanent_failures_are_not_retried(
+    exc: Exception, raised: type[Exception], match: str
+) -> None:
+    fn, seen = failing([exc])
+    with pytest.raises(raised, match=match):
+        call(FAST, "Searching", fn)
+    assert len(seen) == 1
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"deadline": 0}, "deadline must be > 0"),
+        ({"attempt_timeout": -1}, "attempt_timeout must be > 0"),
+        ({"retries": -1}, "retries must be an int >= 0"),
+        ({"retries": True}, "retries must be an int >= 0"),
+        ({"backoff": 3.0, "max_backoff": 1.0}, "backoff <= max_backoff"),
+    ],
+    ids=["deadline-0", "timeout-negative", "retries-negative", "retries-bool", "backoff"],
+)
+def test_bad_policies_fail_at_construction(kwargs: dict[str, Any], match: str) -> None:
+    with pytest.raises(InvalidInputError, match=match):
+        StorePolicy(**kwargs)
+
+
+def test_policy_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGBRAIN_DEADLINE", "1.5")
+    monkeypatch.setenv("RAGBRAIN_RETRIES", "1")
+    policy = StorePolicy.from_env()
+    assert (policy.deadline, policy.attempt_timeout, policy.retries) == (1.5, 1.5, 1)
+    monkeypatch.setenv("RAGBRAIN_RETRIES", "many")
+    with pytest.raises(InvalidInputError, match="RAGBRAIN_RETRIES"):
+        StorePolicy.from_env()
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("http://127.0.0.1:8000", ("127.0.0.1", 8000, False)),
+        ("https://chroma.example.org", ("chroma.example.org", 8000, True)),
+        (" http://localhost:9/ ", ("localhost", 9, False)),
+    ],
+    ids=["plain", "https-default-port", "spaces-and-slash"],
+)
+def test_server_urls(url: str, expected: tuple[str, int, bool]) -> None:
+    assert parse_server_url(url) == expected
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["127.0.0.1:8000", "ftp://host:1", "http://", "http://host:notaport", "http://h:1/api"],
+    ids=["no-scheme", "ftp", "no-host", "bad-port", "path"],
+)
+def test_bad_server_urls(url: str) -> None:
+    with pytest.raises(InvalidInputError, match="URL"):
+        parse_server_url(url)
+
+
+def test_a_second_writer_gets_a_clear_lock_error(tmp_path: Path) -> None:
+    store = Store.open(tmp_path / "s", BagOfWordsEmbeddings(), create=True)
+    other = Store.open(tmp_path / "s", BagOfWordsEmbeddings())
+    with store.writing():
+        start = time.monotonic()
+        locked = pytest.raises(StoreLockedError, match=r"locked by another writer \(pid \d+\)")
+        with locked, other.writing():
+            pass
+        assert time.monotonic() - start < 1.0  # refused at once, no waiting
+    with other.writing():  # released
+        pass
+
+
+def test_restoring_vectors_leaves_an_intact_index_alone(tmp_path: Path) -> None:
+    """Every chunk the index holds is listed by the one query, so nothing is rewritten."""
+    store = Store.open(tmp_path / "s", BagOfWordsEmbeddings(), create=True)
+    assert store.restore_missing_vectors() == []  # empty store
+    texts = [f"note {i} about redis cache and helm deploy {i % 7}" for i in range(300)]
+    store.upsert(
+        [f"c{i}" for i in range(300)],
+        texts,
+        [{"type": "bug"} for _ in texts],
+        store.embeddings.embed_documents(texts),
+    )
+    store.delete([f"c{i}" for i in range(0, 300, 3)])
+    before = store.version()
+    assert store.restore_missing_vectors() == []
+    assert store.version() == before  # nothing written

@@ -1,0 +1,347 @@
+"""CorrectiveRetriever end to end on a real Chroma store with a fake embedding model."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import pytest
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.documents import Document
+
+from ragbrain import (
+    RETRIEVAL_KEY,
+    CorrectiveRetriever,
+    InvalidInputError,
+    RetrievalContext,
+    StoreMismatchError,
+    StoreNotFoundError,
+    build_graph,
+)
+from ragbrain.store import Store
+from tests.support.fakes import BagOfWordsEmbeddings, OverlapCritic
+
+TRACE_KEYS = {
+    "distance",
+    "critic_score",
+    "depth",
+    "complexity",
+    "verdict",
+    "fallback",
+    "from_fallback",
+}
+
+
+@pytest.fixture
+def retriever(fake_store: Store) -> CorrectiveRetriever:
+    return CorrectiveRetriever(graph=build_graph(fake_store))
+
+
+def test_documents_carry_the_trace(retriever: CorrectiveRetriever) -> None:
+    docs = retriever.invoke("redis cache stampede after deploy")
+    assert 0 < len(docs) <= 7
+    assert docs[0].metadata["source"] == "bug/cache.md"
+    for doc in docs:
+        trace = doc.metadata[RETRIEVAL_KEY]
+        assert set(trace) >= TRACE_KEYS
+        assert trace["critic_score"] is None and trace["critic"].startswith("off")
+        assert {"source", "type", "chunk"} <= set(doc.metadata)
+        assert doc.id
+    distances = [d.metadata[RETRIEVAL_KEY]["distance"] for d in docs]
+    assert distances == sorted(distances)
+
+
+def test_fallback_rescues_a_wrong_type_filter(retriever: CorrectiveRetriever) -> None:
+    context = RetrievalContext(gate_threshold=0.5)
+    tight = retriever.model_copy(update={"context": context})
+    out = tight.run("nightly backup s3 credentials expired", type_filter="lesson")
+    assert out["verdict"] == "poor" and out["fallback"] is True
+    top = out["documents"][0]
+    assert top.metadata["source"] == "bug/backup.md"
+    assert top.metadata[RETRIEVAL_KEY]["from_fallback"] is True
+    assert len({d.id for d in out["documents"]}) == len(out["documents"])  # no duplicates
+    assert len(out["documents"]) <= out["depth"]
+
+
+def test_good_search_skips_the_fallback(retriever: CorrectiveRetriever) -> None:
+    out = retriever.run("nightly backup s3 credentials expired", type_filter=["bug"])
+    assert out["verdict"] == "good" and out["fallback"] is False
+    assert {d.metadata["type"] for d in out["documents"]} == {"bug"}
+
+
+FIVE_STEPS = ["choose_depth", "vector_search", "assess_quality", "fallback_search", "critic_filter"]
+
+
+@pytest.mark.parametrize("critic", [None, OverlapCritic()], ids=["critic-off", "critic-on"])
+def test_graph_never_loops(fake_store: Store, critic: OverlapCritic | None) -> None:
+    graph = build_graph(fake_store, critic)
+    context = RetrievalContext(gate_threshold=0.0)  # everything is poor
+    steps = [
+        next(iter(chunk))
+        for chunk in graph.stream(
+            {"query": "zebra", "type_filter": ["bug"]}, context=context, stream_mode="updates"
+        )
+    ]
+    assert steps == FIVE_STEPS
+
+
+@pytest.mark.parametrize("type_filter", [None, ["lesson"]])
+def test_without_a_critic_critic_filter_keeps_every_hit(
+    fake_store: Store, type_filter: list[str] | None
+) -> None:
+    """The critic-off graph has the same five nodes; critic_filter returns every hit, in
+    order, and the notes come in the order things ran."""
+    graph = build_graph(fake_store, critic_off_reason="not wanted here")
+    assert set(FIVE_STEPS) <= set(graph.get_graph().nodes)
+    context = RetrievalContext(gate_threshold=0.5)  # the lesson filter is poor, so it widens
+    query = "nightly backup s3 credentials expired"
+    out = graph.invoke({"query": query, "type_filter": type_filter}, context=context)
+    assert out["fallback"] is (type_filter is not None)
+    assert out["critic"] == "off: not wanted here"
+    assert out["answerable"] is True and out["abstain_reason"] is None
+    hits = fake_store.search(query, out["depth"], None)
+    if type_filter is None:
+        assert [d.id for d in out["documents"]] == [h["id"] for h in hits]
+    assert out["documents"] and all(
+        d.metadata[RETRIEVAL_KEY]["critic"] == "off: not wanted here" for d in out["documents"]
+    )
+    steps = ["depth", "vector search", "verdict", "fallback search", "critic off"]
+    if type_filter is None:
+        steps.remove("fallback search")
+    assert [next(s for s in steps if note.startswith(s)) for note in out["notes"]] == steps
+    assert out["notes"][-1] == f"critic off: not wanted here; kept all {len(out['documents'])}"
+
+
+def test_critic_drops_irrelevant_chunks(fake_store: Store) -> None:
+    critic = OverlapCritic()
+    retriever = CorrectiveRetriever(graph=build_graph(fake_store, critic))
+    out = retriever.run("redis cache stampede")
+    assert critic.calls == [("redis cache stampede", out["depth"])]  # one batch
+    assert out["documents"], out["notes"]
+    # the critic gets every hit's cosine distance beside its text, in the same order
+    (distances,) = critic.distances
+    assert distances is not None and len(distances) == out["depth"]
+    assert {d.metadata[RETRIEVAL_KEY]["distance"] for d in out["documents"]} <= set(distances)
+    for doc in out["documents"]:
+        assert doc.metadata[RETRIEVAL_KEY]["critic_score"] >= 0.5
+    assert "dropped" in out["notes"][-1]
+    assert len(out["documents"]) < out["depth"]
+
+
+class NaNCritic:
+    threshold = 0.0
+
+    def score(
+        self, query: str, passages: Sequence[str], distances: Sequence[float] | None = None
+    ) -> list[float]:
+        return [math.nan] * len(passages)
+
+
+def test_all_dropped_is_an_empty_list_and_the_trace_says_why(fake_store: Store) -> None:
+    retriever = CorrectiveRetriever(graph=build_graph(fake_store, NaNCritic()))
+    assert retriever.invoke("redis cache") == []  # NaN never counts as relevant
+    out = retriever.run("redis cache")
+    assert "nothing is returned" in out["notes"][-1]
+    assert out["answerable"] is False
+    assert out["abstain_reason"] is not None and "every chunk irrelevant" in out["abstain_reason"]
+
+
+def test_critic_threshold_in_context_overrides_the_critic(fake_store: Store) -> None:
+    graph = build_graph(fake_store, OverlapCritic())
+    strict = CorrectiveRetriever(graph=graph, context=RetrievalContext(critic_threshold=1.0))
+    lenient = CorrectiveRetriever(graph=graph, context=RetrievalContext(critic_threshold=0.0))
+    assert len(strict.invoke("redis cache stampede")) < len(lenient.invoke("redis cache stampede"))
+
+
+def test_per_call_k_and_type_filter(retriever: CorrectiveRetriever) -> None:
+    assert len(retriever.invoke("redis", k=2)) == 2
+    docs = retriever.invoke("redis", type_filter="decision", k=1)
+    assert [d.metadata["type"] for d in docs] == ["decision"]
+    fixed = CorrectiveRetriever(graph=retriever.graph, k=3)
+    assert len(fixed.invoke("Compare redis and postgres and alembic, versus last time")) == 3
+
+
+async def test_async_and_batch(retriever: CorrectiveRetriever) -> None:
+    queries = ["redis cache", "alembic migrations", "helm rollback"]
+    sync = [[d.id for d in docs] for docs in retriever.batch(queries)]
+    both = await retriever.abatch(queries)
+    assert [[d.id for d in docs] for docs in both] == sync
+    single = await retriever.ainvoke("redis cache", k=2)
+    assert [d.id for d in single] == sync[0][:2]
+
+
+def test_returned_documents_are_copies(retriever: CorrectiveRetriever) -> None:
+    first = retriever.invoke("redis cache")
+    first[0].metadata["source"] = "changed"
+    assert retriever.invoke("redis cache")[0].metadata["source"] != "changed"
+
+
+class RunRecorder(BaseCallbackHandler):
+    def __init__(self) -> None:
+        self.parents: dict[UUID, UUID | None] = {}
+        self.names: dict[UUID, str] = {}
+
+    def on_retriever_start(
+        self,
+        serialized: Any,
+        query: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kw: Any,
+    ) -> None:
+        self.parents[run_id], self.names[run_id] = parent_run_id, "retriever"
+
+    def on_chain_start(
+        self,
+        serialized: Any,
+        inputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kw: Any,
+    ) -> None:
+        self.parents[run_id], self.names[run_id] = parent_run_id, kw.get("name") or ""
+
+
+def test_graph_runs_nest_under_the_retriever_run(fake_store: Store) -> None:
+    retriever = CorrectiveRetriever(graph=build_graph(fake_store, OverlapCritic()))
+    recorder = RunRecorder()
+    retriever.invoke("redis cache", config={"callbacks": [recorder]})
+    (root,) = [r for r, name in recorder.names.items() if name == "retriever"]
+    (graph_run,) = [r for r, parent in recorder.parents.items() if parent == root]
+    nodes = {recorder.names[r] for r, parent in recorder.parents.items() if parent == graph_run}
+    assert {"vector_search", "critic_filter"} <= nodes
+
+
+@pytest.mark.parametrize(
+    ("query", "kwargs", "match"),
+    [
+        ("", {}, "query is empty"),
+        ("   \n", {}, "query is empty"),
+        (42, {}, "query must be a string, got int"),
+        ("redis", {"k": 0}, r"k must be in 1..100, got 0"),
+        ("redis", {"k": -1}, r"k must be in 1..100"),
+        ("redis", {"k": 101}, r"k must be in 1..100"),
+        ("redis", {"k": True}, "k must be an integer"),
+        ("redis", {"k": "3"}, "k must be an integer"),
+        ("redis", {"type_filter": 3}, "type_filter must be"),
+        ("redis", {"top_k": 3}, r"Unknown keyword argument\(s\) \['top_k'\]"),
+        ("redis " * 5000, {}, "query is 30,000 characters; the limit is 10,000"),
+        ("redis \ud800 cache", {}, r"lone surrogate \(U\+D800\) at position 6"),
+        ("redis", {"k": 10**6}, r"k must be in 1..100, got 1000000"),
+        ("redis", {"k": 2.5}, "k must be an integer"),
+        ("redis", {"type_filter": ["bug", ""]}, "type_filter must be"),
+    ],
+    ids=[
+        "empty",
+        "whitespace",
+        "not-a-string",
+        "k0",
+        "k-negative",
+        "k-absurd",
+        "k-bool",
+        "k-string",
+        "bad-type-filter",
+        "unknown-kwarg",
+        "huge",
+        "lone-surrogate",
+        "k-million",
+        "k-float",
+        "empty-type",
+    ],
+)
+def test_bad_input_is_a_clear_value_error(
+    retriever: CorrectiveRetriever, query: Any, kwargs: dict[str, Any], match: str
+) -> None:
+    with pytest.raises(InvalidInputError, match=match) as info:
+        retriever.invoke(query, **kwargs)
+    assert isinstance(info.value, ValueError)
+
+
+def test_bad_constructor_settings_fail_at_construction(retriever: CorrectiveRetriever) -> None:
+    with pytest.raises(ValueError, match="k must be in"):  # pydantic wraps it
+        CorrectiveRetriever(graph=retriever.graph, k=0)
+    with pytest.raises(ValueError, match="type_filter must be"):
+        CorrectiveRetriever(graph=retriever.graph, type_filter=[" "])
+
+
+def test_from_store_errors(tmp_path: Path, fake_store: Store) -> None:
+    with pytest.raises(StoreNotFoundError, match="No ragbrain store"):
+        CorrectiveRetriever.from_store(tmp_path / "missing", embeddings=BagOfWordsEmbeddings())
+    with pytest.raises(StoreMismatchError, match="dimension"):
+        CorrectiveRetriever.from_store(fake_store.location, embeddings=BagOfWordsEmbeddings(16))
+
+
+def test_from_store_in_one_line(fake_store: Store) -> None:
+    retriever = CorrectiveRetriever.from_store(
+        fake_store.location, embeddings=BagOfWordsEmbeddings(), critic=None, type_filter="bug"
+    )
+    docs = retriever.invoke("redis cache")
+    assert docs and {d.metadata["type"] for d in docs} <= {"bug"} | {
+        d.metadata["type"] for d in docs if d.metadata[RETRIEVAL_KEY]["from_fallback"]
+    }
+    assert docs[0].metadata[RETRIEVAL_KEY]["critic"] == "off: disabled by the caller"
+
+
+def test_works_inside_an_lcel_chain(retriever: CorrectiveRetriever) -> None:
+    from langchain_core.runnables import RunnableLambda
+
+    def format_docs(docs: list[Document]) -> str:
+        return "\n".join(d.metadata["source"] for d in docs)
+
+    chain = retriever | RunnableLambda(format_docs)
+    assert chain.invoke("stampede after a deploy").splitlines()[0] == "bug/cache.md"
+
+
+class BrokenEmbeddings(BagOfWordsEmbeddings):
+    """Embeds documents well but turns some queries into vectors that cannot be searched."""
+
+    def embed_query(self, text: str) -> list[float]:
+        if text == "dimension probe":
+            return super().embed_query(text)
+        if "nan" in text:
+            return [math.nan] * self.size
+        if "zero" in text:
+            return [0.0] * self.size
+        return [*super().embed_query(text), 1.0, 1.0]  # the wrong dimension
+
+
+@pytest.mark.parametrize(
+    ("query", "error", "match"),
+    [
+        ("nan please", InvalidInputError, "zero or not finite"),
+        ("zero please", InvalidInputError, "zero or not finite"),
+        ("short vector", StoreMismatchError, "dimension"),
+    ],
+    ids=["nan-vector", "zero-vector", "wrong-dimension"],
+)
+def test_unsearchable_query_vectors_are_clear_errors(
+    fake_store: Store, query: str, error: type[Exception], match: str
+) -> None:
+    broken = Store.open(fake_store.location, BrokenEmbeddings())
+    retriever = CorrectiveRetriever(graph=build_graph(broken))
+    with pytest.raises(error, match=match):
+        retriever.invoke(query)
+    assert broken.count() == fake_store.count()  # nothing written
+
+
+def test_control_characters_are_searched_not_refused(retriever: CorrectiveRetriever) -> None:
+    dirty = retriever.invoke("\x00\x07redis\x1b cache\r\n\tstampede\u200b\x7f")
+    clean = retriever.invoke("redis cache stampede")
+    assert dirty and [d.id for d in dirty] == [d.id for d in clean]
+
+
+@pytest.mark.parametrize(
+    "vectors",
+    [[[math.nan] * 64], [[0.0] * 64], [[1.0] * 16], []],
+    ids=["nan", "zero", "wrong-dimension", "missing"],
+)
+def test_bad_vectors_are_never_written(fake_store: Store, vectors: list[list[float]]) -> None:
+    before = fake_store.count()
+    with pytest.raises(InvalidInputError, match=r"vector|as many"):
+        fake_store.upsert(["x"], ["text"], [{"source": "x.md"}], vectors)
+    assert fake_store.count() == before
