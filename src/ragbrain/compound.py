@@ -6,11 +6,12 @@ whole (``ragbrain.parts``). The rules, by language:
 
 - English: "difference(s) between X and Y", "X differs from Y", "compare X with/to/and/
   against Y" (at the start), "comparison of X and Y", "X vs Y" / "X vs. Y" / "X versus Y",
-  and a bare "X and Y" only when Y is short (at most ``MAX_AND_WORDS`` words), is not a
-  clause (it starts with no question word, auxiliary or subject pronoun, holds no pronoun,
-  ends in no verb-looking word) and the pair is not a fixed phrase ("rock and roll",
-  "research and development"). A bare "and" keeps what the two parts share: "How do I set up
-  nginx and certbot?" gives "How do I set up nginx?" and "How do I set up certbot?".
+  and a bare "X and Y" only when the whole question is that pair, after a lead-in such as
+  "what is" or "how do I set up" (``_LEAD``): X and Y at most ``MAX_AND_WORDS`` words each,
+  Y no clause (it starts with no question word, auxiliary or subject pronoun, holds no
+  pronoun, ends in no verb-looking word), and the pair no fixed phrase ("rock and roll",
+  "research and development"). Both parts keep the lead-in: "How do I set up nginx and
+  certbot?" gives "How do I set up nginx?" and "How do I set up certbot?".
   "between X and Y" without "difference" is not split ("latency between the app and the
   database"), nor is "&" ("Johnson & Johnson", "AT&T").
 - Japanese: "XとYの違い", "XとYはどう違う", "XとYを比較/比べ", "XとYの比較"; a bare と is
@@ -167,6 +168,12 @@ _VERBS = frozenset(
     ]
 )
 _WORD = re.compile(r"[\w'-]+")
+#: A question's lead-in that both parts of a bare "X and Y" keep ("How do I set up").
+_LEAD = re.compile(
+    r"^\s*(?:what(?:'s| is| are| were| was)|tell me about|explain|notes on|"
+    r"how (?:do|can|should|did) (?:i|we|you) \w+(?: up| out| in)?|how to \w+(?: up| out| in)?)\s+",
+    re.IGNORECASE,
+)
 _ASK = r"(?:what(?:'s| is| are)?|tell me|explain|describe|show me)?\s*(?:the\s+)?"
 
 
@@ -248,21 +255,16 @@ def _english_and(query: str) -> list[str]:
         return []
     if _PRONOUNS & set(y) or y[-1] in _VERBS or (y[-1].endswith("ed") and len(y) > 1):
         return []
-    left_words = left.split()
-    # X is as many words of the left side as Y has (a "the" before Y's head counts too).
-    size = min(len(y), len(left_words))
-    x = left_words[-size:]
-    prefix = left_words[:-size]
-    if not x or _PRONOUNS & set(_words(" ".join(x))):
+    lead = _LEAD.match(left)
+    head = lead.group(0).strip() if lead else ""
+    x = _clean(left[lead.end() :] if lead else left)
+    if not x or len(_words(x)) > MAX_AND_WORDS or _PRONOUNS & set(_words(x)):
         return []
-    phrase = f"{' '.join(x)} and {right}".casefold()
+    phrase = f"{x} and {right}".casefold()
     fixed = any(re.search(rf"(?<!\w){re.escape(f)}(?!\w)", phrase) for f in FIXED_PHRASES)
-    if fixed or " ".join(_words(" ".join(x))) == " ".join(y):
+    if fixed or _words(x) == y:
         return []
-    head = " ".join(prefix)
-    first = _clean(f"{head} {' '.join(x)}") + ending
-    second = _clean(f"{head} {right}") + ending
-    return [first.strip(), second.strip()] if first.strip() and second.strip() else []
+    return [f"{head} {x}".strip() + ending, f"{head} {right}".strip() + ending]
 
 
 def _japanese(query: str) -> list[str] | None:

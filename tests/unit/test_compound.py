@@ -23,6 +23,8 @@ SPLIT = [
     ("How does uv differ from pip?", ["uv", "pip"]),
     ("How do I set up nginx and certbot?", ["How do I set up nginx?", "How do I set up certbot?"]),
     ("sqlite and duckdb", ["sqlite", "duckdb"]),
+    ("Food Dyes and ADHD", ["Food Dyes", "ADHD"]),
+    ("What is WAL mode and VACUUM?", ["What is WAL mode?", "What is VACUUM?"]),
     ("backup retention and the restore drill", ["backup retention", "the restore drill"]),
     (
         "difference between vitamin D and calcium and iron intake",
@@ -53,6 +55,8 @@ SPLIT_IDS = [
     "differ-from",
     "and-keeps-the-shared-part",
     "and-two-names",
+    "and-two-topics",
+    "and-keeps-what-is",
     "and-noun-phrases",
     "and-inside-a-part-middle-join",
     "ja-chigai",
@@ -90,6 +94,16 @@ NO_SPLIT = [
     ("世界和平", "和 in a word"),
     ("我和你", "和 without a frame"),
     ("Why did the nightly backup fail?", "one question"),
+    (
+        "Immune responses result in the development of inflammatory Th17 cells and "
+        "anti-inflammatory iTregs.",
+        "a claim whose and joins inside a long sentence",
+    ),
+    (
+        "Auditory entrainment is strengthened when people see congruent visual and auditory "
+        "information.",
+        "adjectives joined inside a claim",
+    ),
 ]
 
 
