@@ -32,8 +32,8 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 
 from benchmarks.common import WORDS, save, say, stats
-from ragbrain.paths import cache_root
 from ragbrain.mcp_server import RagbrainService
+from ragbrain.paths import cache_root
 
 NOTES = 1125  # ~8.9 chunks each: ~10,000 chunks
 GET_TARGET_MS = 15.0

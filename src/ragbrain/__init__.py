@@ -1,24 +1,58 @@
-"""ragbrain: a corrective retriever for LangChain that refuses weak context."""
+"""ragbrain: a corrective retriever for LangChain that refuses weak context.
 
-from ragbrain.context import RetrievalContext
-from ragbrain.critic import Critic, TransformerCritic
-from ragbrain.errors import (
-    CriticLoadError,
-    InvalidInputError,
-    RagbrainError,
-    StoreLockedError,
-    StoreMismatchError,
-    StoreNotFoundError,
-    StoreUnavailableError,
-)
-from ragbrain.factory import default_graph, open_graph
-from ragbrain.graph import build_graph
-from ragbrain.paths import default_store_path
-from ragbrain.reader import Excerpt, read_source
-from ragbrain.retriever import CorrectiveRetriever
-from ragbrain.state import RETRIEVAL_KEY, RetrievalOutput
-from ragbrain.store import Store
-from ragbrain.store.resilience import StorePolicy
+The public names load on first use (PEP 562): ``import ragbrain.cli`` or ``ragbrain.errors``
+then costs no LangGraph, Chroma or torch import, so the CLI answers bad input at once.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ragbrain.context import RetrievalContext
+    from ragbrain.critic import Critic, TransformerCritic
+    from ragbrain.errors import (
+        CriticLoadError,
+        InvalidInputError,
+        RagbrainError,
+        StoreLockedError,
+        StoreMismatchError,
+        StoreNotFoundError,
+        StoreUnavailableError,
+    )
+    from ragbrain.factory import default_graph, open_graph
+    from ragbrain.graph import build_graph
+    from ragbrain.paths import default_store_path
+    from ragbrain.reader import Excerpt, read_source
+    from ragbrain.retriever import CorrectiveRetriever
+    from ragbrain.state import RETRIEVAL_KEY, RetrievalOutput
+    from ragbrain.store import Store
+    from ragbrain.store.resilience import StorePolicy
+
+_WHERE = {
+    "CorrectiveRetriever": "ragbrain.retriever",
+    "Critic": "ragbrain.critic",
+    "CriticLoadError": "ragbrain.errors",
+    "Excerpt": "ragbrain.reader",
+    "InvalidInputError": "ragbrain.errors",
+    "RETRIEVAL_KEY": "ragbrain.state",
+    "RagbrainError": "ragbrain.errors",
+    "RetrievalContext": "ragbrain.context",
+    "RetrievalOutput": "ragbrain.state",
+    "Store": "ragbrain.store",
+    "StoreLockedError": "ragbrain.errors",
+    "StoreMismatchError": "ragbrain.errors",
+    "StoreNotFoundError": "ragbrain.errors",
+    "StorePolicy": "ragbrain.store.resilience",
+    "StoreUnavailableError": "ragbrain.errors",
+    "TransformerCritic": "ragbrain.critic",
+    "build_graph": "ragbrain.graph",
+    "default_graph": "ragbrain.factory",
+    "default_store_path": "ragbrain.paths",
+    "open_graph": "ragbrain.factory",
+    "read_source": "ragbrain.reader",
+}
 
 __all__ = [
     "RETRIEVAL_KEY",
@@ -44,3 +78,16 @@ __all__ = [
     "read_source",
 ]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's module when the name is first used."""
+    if name in _WHERE:
+        value = getattr(importlib.import_module(_WHERE[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'ragbrain' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_WHERE])

@@ -60,14 +60,38 @@ def ingest(
         bool, typer.Option(help="Copy a non-cosine collection into a cosine one.")
     ] = False,
     server: ServerOption = None,
+    exclude: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--exclude",
+            help="Leave out files/folders matching this gitignore pattern (repeatable), on top "
+            "of .gitignore and .ragbrainignore files.",
+        ),
+    ] = None,
+    include: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--include", help="Only ingest files matching this gitignore pattern (repeatable)."
+        ),
+    ] = None,
 ) -> None:
     """Add, update and (with --prune, the default) remove notes in the store."""
     from ragbrain.embeddings import default_embeddings
     from ragbrain.ingest import ingest as run_ingest
+    from ragbrain.ingest.ignore import IgnoreRules
     from ragbrain.progress import progress_reporter
     from ragbrain.store import Store
+    from ragbrain.store.connect import check_location
     from ragbrain.store.resilience import StorePolicy
 
+    try:  # bad input answers at once, before the model loads or a store is created
+        if not path.expanduser().exists():
+            raise FileNotFoundError(f"{path.expanduser().absolute()}: no such file or folder")
+        IgnoreRules(Path.cwd(), exclude=exclude or (), include=include or ())
+        folder = check_location(store, server, create=True)
+    except (RagbrainError, FileNotFoundError) as exc:
+        raise _fail(exc) from exc
+    created = folder is not None and not folder.exists()
     try:
         policy = StorePolicy.from_env()
         opened = Store.open(
@@ -79,8 +103,20 @@ def ingest(
             policy=policy,
         )
         with progress_reporter(err, "embedding chunks") as progress:
-            report = run_ingest(path, opened, type_=type_, prune=prune, progress=progress)
+            report = run_ingest(
+                path,
+                opened,
+                type_=type_,
+                prune=prune,
+                progress=progress,
+                exclude=exclude or (),
+                include=include or (),
+            )
     except (RagbrainError, FileNotFoundError) as exc:
+        if created and folder is not None:  # a failed first ingest leaves no store behind
+            import shutil
+
+            shutil.rmtree(folder, ignore_errors=True)
         raise _fail(exc) from exc
     for skipped in report.skipped:
         err.print(f"skipped {skipped.path}: {skipped.reason}", style="yellow", highlight=False)
@@ -169,6 +205,16 @@ def query(
     server: ServerOption = None,
 ) -> None:
     """Retrieve chunks for TEXT and show every decision the pipeline made."""
+    from ragbrain.inputs import check_k, check_query, check_types
+    from ragbrain.store.connect import check_location
+
+    try:  # bad input answers at once, before any model or store loads
+        check_query(text)
+        check_k(k)
+        check_types(type_ or None)
+        check_location(store, server, create=False)
+    except RagbrainError as exc:
+        raise _fail(exc) from exc
     from ragbrain.render import print_json, print_run
     from ragbrain.retriever import CorrectiveRetriever
     from ragbrain.store.resilience import StorePolicy
@@ -181,8 +227,13 @@ def query(
             policy=StorePolicy.from_env(),
         )
         output = retriever.run(text, k=k, type_filter=type_ or None)
+        unknown = retriever.unknown_types(type_ or None)
     except RagbrainError as exc:
         raise _fail(exc) from exc
+    if unknown:
+        from ragbrain.typematch import unknown_types_message
+
+        err.print(f"warning: {unknown_types_message(unknown)}", style="yellow", highlight=False)
     if as_json:
         print_json(text, output, out)
     else:
@@ -286,6 +337,35 @@ def doctor(
 
 
 # --- end doctor ---
+
+
+@app.command()
+def types(
+    store: StoreOption = None,
+    server: ServerOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """List every note type in the store with its chunk and file counts (no model loads)."""
+    import json
+
+    from ragbrain.store.resilience import StorePolicy
+    from ragbrain.typelist import list_types
+
+    try:
+        rows = list_types(store, server=server, policy=StorePolicy.from_env())
+    except RagbrainError as exc:
+        raise _fail(exc) from exc
+    if as_json:
+        payload = [{"type": r.type, "chunks": r.chunks, "files": r.files} for r in rows]
+        sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
+        return
+    width = max([len(r.type or "(none)") for r in rows] + [4])
+    out.print(f"{'type':<{width}}  chunks  files", highlight=False)
+    for row in rows:
+        out.print(
+            f"{row.type or '(none)':<{width}}  {row.chunks:>6}  {row.files:>5}", highlight=False
+        )
+    out.print(f"{len(rows)} types, {sum(r.chunks for r in rows)} chunks", highlight=False)
 
 
 @app.command()

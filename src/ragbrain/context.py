@@ -128,6 +128,15 @@ class RetrievalContext:
         },
     )
 
+    split_compound: bool = field(
+        default=True,
+        metadata={
+            "description": "Search each part of a compound or comparative question ('X vs Y', "
+            "'difference between X and Y', XとYの違い, ...) as well as the whole, and keep each "
+            "part's best chunk in what is handed over (rule-based split, no model)."
+        },
+    )
+
     dense_languages: tuple[str, ...] | None = field(
         default=None,
         metadata={

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragbrain.embeddings import model_name_of
 from ragbrain.errors import RagbrainError, StoreNotFoundError, StoreUnavailableError
+from ragbrain.linklists import LinkStats, link_stats
 from ragbrain.store import COLLECTION, DIMENSION_KEY, MODEL_KEY, connect
 from ragbrain.store.collection import space as _space
 from ragbrain.store.resilience import StorePolicy, call
@@ -74,7 +75,50 @@ def diagnose(
     if embeddings is not None and dimension_ok and metadatas:
         findings.append(_check_self_retrieval(collection, embeddings, policy, sample))
     findings.append(_check_lexical(folder, set(metadatas)))
+    if metadatas:
+        findings.append(_list_types(metadatas))
+        findings.append(_check_link_lists(metadatas))
     return findings
+
+
+def _list_types(metadatas: dict[str, dict[str, Any]]) -> Finding:
+    """Every type with its chunk and file counts; types that differ only in case are named
+    (a type filter matches them all, which may or may not be what was meant)."""
+    from ragbrain.typelist import case_variants, count_types
+
+    rows = count_types(metadatas.values())
+    listed = ", ".join(f"{r.type or '(none)'} {r.chunks} ({r.files} files)" for r in rows)
+    message = f"{len(rows)} types: {listed}"
+    variants = case_variants(rows)
+    if variants:
+        named = "; ".join(" / ".join(group) for group in variants)
+        message += f"; differing only in case (a filter matches them together): {named}"
+    return Finding("types", True, message)
+
+
+def _check_link_lists(metadatas: dict[str, dict[str, Any]]) -> Finding:
+    """Files that are mostly links (an index of the notes): their chunks crowd out real notes."""
+    by_file: dict[tuple[str, str], LinkStats] = {}
+    chunks: Counter[tuple[str, str]] = Counter()
+    for meta in metadatas.values():
+        place = (str(meta.get("root", "")), str(meta.get("source", "")))
+        by_file[place] = by_file.get(place, LinkStats()) + meta["_links"]
+        chunks[place] += 1
+    lists = sorted(place for place, stats in by_file.items() if stats.is_link_list)
+    if not lists:
+        return Finding("link lists", True, "no file is mostly links")
+    named = ", ".join(f"{source} ({chunks[(root, source)]} chunks)" for root, source in lists[:5])
+    lines = "; ".join(
+        f"add the line `/{source}` to {Path(root) / '.ragbrainignore'}" for root, source in lists
+    )
+    roots = " ".join(sorted({root for root, _ in lists}))
+    return Finding(
+        "link lists",
+        False,
+        f"{len(lists)} file(s) are mostly links with little prose, and their chunks crowd out "
+        f"the notes they link to: {named}",
+        f"{lines}, then run `ragbrain ingest {roots}` (it prunes them)",
+    )
 
 
 def _check_space(collection: Collection) -> Finding:
@@ -161,7 +205,11 @@ def _all_metadata(collection: Collection, policy: StorePolicy) -> dict[str, dict
         )
         docs: list[str | None] = [*(page["documents"] or [])] or [None] * len(page["ids"])
         for id_, meta, doc in zip(page["ids"], page["metadatas"] or [], docs, strict=True):
-            found[id_] = {**(meta or {}), "_empty": not (doc or "").strip()}
+            found[id_] = {
+                **(meta or {}),
+                "_empty": not (doc or "").strip(),
+                "_links": link_stats(doc or ""),
+            }
         if len(page["ids"]) < _PAGE:
             break
     return found

@@ -66,6 +66,33 @@ def open_graph(
     Raises:
         StoreNotFoundError, StoreMismatchError, StoreUnavailableError, CriticLoadError.
     """
+    return open_store_and_graph(
+        path,
+        embeddings=embeddings,
+        critic=critic,
+        on_critic_error=on_critic_error,
+        convert_space=convert_space,
+        server=server,
+        policy=policy,
+    )[1]
+
+
+def open_store_and_graph(
+    path: str | Path | None = None,
+    *,
+    embeddings: Embeddings | None = None,
+    critic: CriticChoice = "default",
+    on_critic_error: OnCriticError = "raise",
+    convert_space: bool = False,
+    server: str | None = None,
+    policy: StorePolicy | None = None,
+) -> tuple[Store, Graph]:
+    """``open_graph``, also returning the opened store (for what the graph does not say,
+    such as the store's list of note types).
+
+    Raises:
+        StoreNotFoundError, StoreMismatchError, StoreUnavailableError, CriticLoadError.
+    """
     if embeddings is None:
         from ragbrain.embeddings import default_embeddings
 
@@ -76,7 +103,7 @@ def open_graph(
 
     # The lexical index is checked against the store and brought in step if it lags.
     lexical = LexicalSearcher(store)
-    return build_graph(store, chosen, critic_off_reason=off_reason, lexical=lexical)
+    return store, build_graph(store, chosen, critic_off_reason=off_reason, lexical=lexical)
 
 
 def default_graph() -> Graph:

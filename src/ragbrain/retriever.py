@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,10 +18,11 @@ from pydantic import ConfigDict, Field
 
 from ragbrain.context import RetrievalContext
 from ragbrain.errors import InvalidInputError
-from ragbrain.factory import CriticChoice, OnCriticError, open_graph
+from ragbrain.factory import CriticChoice, OnCriticError, open_store_and_graph
 from ragbrain.inputs import check_k, check_query, check_types
 from ragbrain.state import RetrievalInput, RetrievalOutput
 from ragbrain.store.resilience import StorePolicy
+from ragbrain.typematch import unknown_types
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -48,6 +50,12 @@ class CorrectiveRetriever(BaseRetriever):
     context: RetrievalContext = Field(default_factory=RetrievalContext)
     k: int | None = Field(default=None, description="Fixed depth; None lets the query choose.")
     type_filter: str | list[str] | None = Field(default=None, description="Note type(s).")
+    known_types: Callable[[], list[str]] | None = Field(
+        default=None,
+        exclude=True,
+        description="Returns the store's note types (``Store.known_types``), for "
+        "``unknown_types``.",
+    )
 
     def model_post_init(self, context: Any, /) -> None:
         """Validate the instance's own settings at construction, not at the first query."""
@@ -83,7 +91,7 @@ class CorrectiveRetriever(BaseRetriever):
         Raises:
             StoreNotFoundError, StoreMismatchError, StoreUnavailableError, CriticLoadError.
         """
-        graph = open_graph(
+        store, graph = open_store_and_graph(
             path,
             embeddings=embeddings,
             critic=critic,
@@ -92,6 +100,7 @@ class CorrectiveRetriever(BaseRetriever):
             server=server,
             policy=policy,
         )
+        fields.setdefault("known_types", store.known_types)
         return cls(graph=graph, **fields)
 
     @classmethod
@@ -145,6 +154,13 @@ class CorrectiveRetriever(BaseRetriever):
         payload, context = self._prepare(query, kwargs)
         output: RetrievalOutput = self.graph.invoke(payload, context=context)
         return output
+
+    def unknown_types(self, types: Sequence[str] | None) -> list[tuple[str, list[str]]]:
+        """The types of ``types`` that match no stored type (case-insensitively), each with
+        the closest stored ones; empty without ``known_types`` (see ``ragbrain.typematch``)."""
+        if not types or self.known_types is None:
+            return []
+        return unknown_types(list(types), self.known_types())
 
 
 def _child_config(

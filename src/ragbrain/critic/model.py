@@ -4,6 +4,7 @@ with its calibrated layer on top."""
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 import math
 from collections.abc import Sequence
@@ -77,11 +78,10 @@ class TransformerCritic:
         self.batch_size = batch_size
         self.model = build_model(self.folder, self.calibration)
         check_activation(self.folder, self.activation, int(self.model.config.num_labels))
-        self.tokenizer = self._tokenizer()
         # Two copies of the fast tokenizer's engine: one reads whole texts (for the lexical
         # features), the other only joins and cuts (query, passage) pairs.
-        self._words = tokenizer_engine(self.tokenizer)
-        self._pairs = tokenizer_engine(self.tokenizer)
+        self._words = self._engine()
+        self._pairs = self._engine()
         self._pairs.enable_truncation(self.max_length, strategy="longest_first")
         self.features = self._features() if "combiner" in self.calibration else None
         if self.calibration.get("quantize") == "int8":
@@ -109,13 +109,30 @@ class TransformerCritic:
         bound._use_layer(embedding_model)
         return bound
 
-    def _tokenizer(self) -> Any:
+    def _tokenizer_folder(self) -> Path:
+        has_tokenizer = any((self.folder / name).is_file() for name in TOKENIZER_FILES)
+        return self.folder if has_tokenizer else minilm_path()
+
+    @functools.cached_property
+    def tokenizer(self) -> Any:
+        """The transformers fast tokenizer (loaded on first use: scoring needs only its
+        engine, and importing transformers costs ~1 s of a cold start)."""
         from transformers import AutoTokenizer
 
-        has_tokenizer = any((self.folder / name).is_file() for name in TOKENIZER_FILES)
-        return AutoTokenizer.from_pretrained(
-            self.folder if has_tokenizer else minilm_path(), local_files_only=True
-        )
+        return AutoTokenizer.from_pretrained(self._tokenizer_folder(), local_files_only=True)
+
+    def _engine(self) -> Any:
+        """A private copy of the tokenizer's engine, read from ``tokenizer.json`` when there
+        is one (the very engine the fast tokenizer wraps), else from the fast tokenizer."""
+        from tokenizers import Tokenizer
+
+        path = self._tokenizer_folder() / "tokenizer.json"
+        if not path.is_file():
+            return tokenizer_engine(self.tokenizer)
+        engine = Tokenizer.from_file(str(path))
+        engine.no_padding()
+        engine.no_truncation()
+        return engine
 
     def _features(self) -> LexicalFeatures:
         path = self.folder / FEATURES_FILE

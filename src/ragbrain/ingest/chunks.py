@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -37,16 +38,32 @@ def chunk_id(text: str, metadata: dict[str, Any]) -> str:
 
 
 @cache
+def token_counter() -> Callable[[str], int]:
+    """The number of MiniLM tokens in a text (no special tokens), as the transformers
+    tokenizer's ``tokenize`` counts them, read by the ``tokenizers`` engine it wraps: no
+    "sequence length is longer than the specified maximum" warning (a note is counted whole
+    on purpose, to be split), and no transformers import on the way."""
+    from tokenizers import Tokenizer
+
+    engine = Tokenizer.from_file(str(minilm_path() / "tokenizer.json"))
+    engine.no_truncation()
+    engine.no_padding()
+
+    def count(text: str) -> int:
+        return len(engine.encode(text, add_special_tokens=False).ids)
+
+    return count
+
+
+@cache
 def splitter(chunk_tokens: int = CHUNK_TOKENS, overlap: int = OVERLAP_TOKENS) -> TextSplitter:
     """A Markdown-aware splitter that measures length in MiniLM tokens, not characters,
     so a Japanese or Thai chunk fits the embedding model's window as well as an English one."""
     set_offline()
     from langchain_text_splitters import Language, RecursiveCharacterTextSplitter
-    from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(minilm_path(), local_files_only=True)
-    return RecursiveCharacterTextSplitter.from_huggingface_tokenizer(
-        tokenizer,
+    return RecursiveCharacterTextSplitter(
+        length_function=token_counter(),
         chunk_size=chunk_tokens,
         chunk_overlap=overlap,
         separators=RecursiveCharacterTextSplitter.get_separators_for_language(Language.MARKDOWN),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from ragbrain.ingest import formats, obsidian
+from ragbrain.ingest.ignore import IgnoreRules
 
 MARKDOWN = frozenset({".md", ".markdown"})
 SUFFIXES = MARKDOWN | {".txt"} | formats.SUFFIXES
@@ -145,14 +146,35 @@ def read_document(root: Path, path: Path, type_: str | None, max_bytes: int) -> 
     )
 
 
-def _candidates(root: Path) -> Iterator[Path | Skipped]:
-    """Files under ``root`` with a note suffix; hidden entries are left out; links are checked."""
+@dataclass
+class NoteScan:
+    """What a walk over a path found: the notes read, the files skipped, the paths left out."""
+
+    root: Path
+    notes: list[NoteFile] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    #: Note files and folders the ignore rules left out (a folder is not entered).
+    excluded: list[Path] = field(default_factory=list)
+
+
+def _candidates(root: Path, rules: IgnoreRules, excluded: list[Path]) -> Iterator[Path | Skipped]:
+    """Files under ``root`` with a note suffix; hidden entries and what ``rules`` leave out
+    (appended to ``excluded``) are left out; links are checked."""
     real_root = root.resolve()
     for folder, dirs, files in os.walk(root, followlinks=False):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        kept = []
+        for name in sorted(d for d in dirs if not d.startswith(".")):
+            if rules.skips_folder(Path(folder) / name):
+                excluded.append(Path(folder) / name)
+            else:
+                kept.append(name)
+        dirs[:] = kept
         for name in sorted(files):
             path = Path(folder) / name
             if name.startswith(".") or path.suffix.lower() not in SUFFIXES:
+                continue
+            if rules.skips_file(path):
+                excluded.append(path)
                 continue
             if path.is_symlink():
                 try:
@@ -167,26 +189,34 @@ def _candidates(root: Path) -> Iterator[Path | Skipped]:
 
 
 def list_candidates(root: Path) -> list[Path | Skipped]:
-    """The note files under the folder ``root`` as ``find_notes`` walks it (without reading
-    them), and the links it refuses; for the watcher, which rereads only what changed."""
-    return list(_candidates(root))
+    """The note files under the folder ``root`` as ``scan_notes`` walks it (its ignore rules
+    applied, without reading them), and the links it refuses; for the watcher, which rereads
+    only what changed."""
+    return list(_candidates(root, IgnoreRules(root), []))
 
 
-def find_notes(
-    path: Path, type_: str | None = None, max_bytes: int = MAX_BYTES, root: Path | None = None
-) -> tuple[Path, list[NoteFile], list[Skipped]]:
-    """Read every note under ``path`` (a folder, recursively, or one file).
+def scan_notes(
+    path: Path,
+    type_: str | None = None,
+    max_bytes: int = MAX_BYTES,
+    *,
+    root: Path | None = None,
+    exclude: Sequence[str] = (),
+    include: Sequence[str] = (),
+) -> NoteScan:
+    """Read every note under ``path`` (a folder, recursively, or one file) that the ignore
+    rules keep (``.gitignore`` and ``.ragbrainignore`` files, ``exclude`` and ``include``
+    patterns; see ``ragbrain.ingest.ignore``). A single file is checked against the rules of
+    its own folder.
 
     Args:
-        root: The folder sources are relative to; default ``path`` itself, or a file's folder.
-
-    Returns:
-        The root the sources are relative to, the notes read, and the files skipped with
-        their reasons.
+        root: The folder sources are relative to (and whose ignore rules apply); default
+            ``path`` itself, or a file's folder.
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
         ValueError: ``path`` is not inside ``root``.
+        InvalidInputError: A pattern of ``exclude``, ``include`` or an ignore file is invalid.
     """
     path = path.expanduser().absolute()
     if not path.exists():
@@ -197,15 +227,35 @@ def find_notes(
         root = root.expanduser().absolute()
         if not path.is_relative_to(root):
             raise ValueError(f"{path} is not inside {root}")
-    found: list[Path | Skipped] = list(_candidates(path)) if path.is_dir() else [path]
-    notes: list[NoteFile] = []
-    skipped: list[Skipped] = []
+    rules = IgnoreRules(root, exclude=exclude, include=include)
+    scan = NoteScan(root)
+    found: list[Path | Skipped]
+    if path.is_dir():
+        found = list(_candidates(path, rules, scan.excluded))
+    elif rules.skips_file(path):
+        found, scan.excluded = [], [path]
+    else:
+        found = [path]
     for item in found:
         if isinstance(item, Skipped):
-            skipped.append(item)
+            scan.skipped.append(item)
             continue
         try:
-            notes.append(read_note(root, item, type_, max_bytes))
+            scan.notes.append(read_note(root, item, type_, max_bytes))
         except (ValueError, OSError) as exc:
-            skipped.append(Skipped(item, str(exc)))
-    return root, notes, skipped
+            scan.skipped.append(Skipped(item, str(exc)))
+    return scan
+
+
+def find_notes(
+    path: Path, type_: str | None = None, max_bytes: int = MAX_BYTES, root: Path | None = None
+) -> tuple[Path, list[NoteFile], list[Skipped]]:
+    """Read every note under ``path`` (a folder, recursively, or one file), as ``scan_notes``
+    with no extra patterns.
+
+    Returns:
+        The root the sources are relative to, the notes read, and the files skipped with
+        their reasons.
+    """
+    scan = scan_notes(path, type_, max_bytes, root=root)
+    return scan.root, scan.notes, scan.skipped

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ragbrain.ingest.chunks import Chunk, chunk_note
-from ragbrain.ingest.files import MAX_BYTES, Skipped, find_notes
+from ragbrain.ingest.files import MAX_BYTES, Skipped, scan_notes
+from ragbrain.ingest.ignore import IgnoreRules
 
 if TYPE_CHECKING:
     from ragbrain.store import Store
@@ -31,6 +32,10 @@ class IngestReport:
     deleted: int = 0
     skipped: list[Skipped] = field(default_factory=list)
     restored: int = 0  # chunks written back into the vector index (after a killed writer)
+    #: Note files and folders left out by ignore files, --exclude or --include.
+    excluded: list[Path] = field(default_factory=list)
+    #: Of ``deleted``, the chunks of files that are still there but now left out.
+    pruned_excluded: int = 0
 
     def summary(self) -> str:
         """One line for people."""
@@ -38,6 +43,12 @@ class IngestReport:
             f"{self.files} files: {self.added} chunks added, {self.unchanged} unchanged, "
             f"{self.deleted} deleted, {len(self.skipped)} files skipped"
         )
+        if self.excluded or self.pruned_excluded:
+            folders = sum(p.is_dir() for p in self.excluded)
+            line += f", {len(self.excluded)} excluded"
+            line += f" ({folders} of them folders)" if folders else ""
+            if self.pruned_excluded:
+                line += f", {self.pruned_excluded} chunks of excluded files pruned"
         return line + (f", {self.restored} restored to the vector index" if self.restored else "")
 
 
@@ -50,6 +61,8 @@ def ingest(
     max_bytes: int = MAX_BYTES,
     progress: Progress | None = None,
     root: str | Path | None = None,
+    exclude: Sequence[str] = (),
+    include: Sequence[str] = (),
 ) -> IngestReport:
     """Ingest a file or a folder (recursively) into ``store``.
 
@@ -66,18 +79,24 @@ def ingest(
         progress: Called with (chunks embedded so far, chunks to embed).
         root: The folder sources are relative to (it must hold ``path``); default ``path``
             itself, or a file's folder. Only a folder ``path`` equal to it is pruned.
+        exclude: Gitignore patterns of files and folders to leave out, on top of the
+            ``.gitignore`` and ``.ragbrainignore`` files (see ``ragbrain.ingest.ignore``).
+        include: Gitignore patterns; when given, only matching files are ingested.
+            Chunks of files left out are pruned like those of deleted files.
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
+        InvalidInputError: A pattern (option or ignore file) is not valid gitignore syntax.
         StoreLockedError: Another process is ingesting into the same store folder.
         StoreUnavailableError: The store's server stayed unreachable past the deadline.
     """
-    root, notes, skipped = find_notes(
-        Path(path), type_, max_bytes, None if root is None else Path(root)
-    )
+    given = None if root is None else Path(root)
+    scan = scan_notes(Path(path), type_, max_bytes, root=given, exclude=exclude, include=include)
+    root, notes, skipped = scan.root, scan.notes, scan.skipped
     for item in skipped:
         log.warning("Skipped %s: %s", item.path, item.reason)
-    report = IngestReport(root=root, files=len(notes), skipped=skipped)
+    report = IngestReport(root=root, files=len(notes), skipped=skipped, excluded=scan.excluded)
+    rules = IgnoreRules(root, exclude=exclude, include=include)
     # One writer at a time: a second `ragbrain ingest` on the same folder fails at once
     # with StoreLockedError instead of interleaving its writes and deletes with ours.
     with store.writing():
@@ -114,6 +133,8 @@ def ingest(
                 stale += sorted(ids - wanted[source])
             elif prune and Path(path).expanduser().absolute() == root:
                 stale += sorted(ids)
+                if _left_out(rules, root, source):
+                    report.pruned_excluded += len(ids)
         store.delete(stale)
         report.deleted = len(stale)
         # The lexical index (hybrid search) follows: new chunks tokenized, stale ones dropped.
@@ -123,6 +144,12 @@ def ingest(
         # Rare types' vectors are kept beside the store for fast type-filtered search.
         store.keep_small_types(index)
     return report
+
+
+def _left_out(rules: IgnoreRules, root: Path, source: str) -> bool:
+    """Whether a stored source is gone because the rules leave it out (it is still there)."""
+    path = root / source
+    return path.is_file() and rules.skips(path)
 
 
 def write_chunks(store: Store, chunks: list[Chunk], progress: Progress | None = None) -> None:

@@ -23,6 +23,7 @@ import numpy.typing as npt
 from ragbrain.atomic import write_bytes
 from ragbrain.errors import RagbrainError
 from ragbrain.lexical.tokens import TOKENIZER_VERSION, tokenize
+from ragbrain.typematch import fold
 
 FORMAT = "ragbrain-lexical/1"
 K1 = 1.2  # Lucene's defaults, as BEIR's BM25 baseline (Elasticsearch) uses
@@ -196,14 +197,16 @@ class LexicalIndex:
         Args:
             query: Any text; one without index terms (stop words, emoji) finds nothing.
             k: At most this many hits.
-            types: Only chunks of these note types; None or empty for all.
+            types: Only chunks of these note types (any case); None or empty for all.
         """
         terms = self.query_terms(query)
         if not terms or not self.ids:
             return []
         scores = self.scores(terms)
         if types:
-            codes = [self._type_codes[t] for t in types if t in self._type_codes]
+            # Case-insensitive, as every type filter (see ragbrain.typematch).
+            wanted = {fold(t) for t in types}
+            codes = [code for t, code in self._type_codes.items() if fold(t) in wanted]
             scores = np.where(np.isin(self._doc_types, codes), scores, np.float32(0.0))
         k = min(k, len(scores))
         top = np.argpartition(-scores, k - 1)[:k]

@@ -228,6 +228,13 @@ class Chunk(BaseModel):
     from_fallback: bool = Field(description="Found by the fallback search, not the first one.")
 
 
+class UnknownType(BaseModel):
+    """A requested note type that matches no stored type."""
+
+    type: str = Field(description="The type as requested.")
+    closest: list[str] = Field(description="The closest stored types, best first (may be empty).")
+
+
 class SearchResult(BaseModel):
     """A whole retrieval run: its decisions and the chunks it kept."""
 
@@ -249,6 +256,11 @@ class SearchResult(BaseModel):
     )
     abstain_reason: str | None = Field(description="Why the run abstained; null if it did not.")
     notes: list[str] = Field(description="One line per pipeline step: what it decided and why.")
+    unknown_types: list[UnknownType] = Field(
+        default_factory=list,
+        description="Requested types that match no stored type (types match case-"
+        "insensitively), each with the closest stored ones; the search ran anyway.",
+    )
     chunks: list[Chunk]
 
 

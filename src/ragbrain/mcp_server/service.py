@@ -29,6 +29,7 @@ from ragbrain.mcp_server.schemas import (
     SearchResult,
     SkippedFile,
     StatsResult,
+    UnknownType,
     clean_text,
     finite_or_none,
 )
@@ -240,6 +241,10 @@ class RagbrainService:
             answerable=output["answerable"],
             abstain_reason=output["abstain_reason"],
             notes=output["notes"],
+            unknown_types=[
+                UnknownType(type=_label(type_), closest=[_label(c) for c in closest])
+                for type_, closest in loaded.retriever.unknown_types(types)
+            ],
             chunks=chunks,
         )
 

@@ -6,9 +6,12 @@ from typing import TYPE_CHECKING, Any
 
 from langgraph.runtime import Runtime
 
+from ragbrain.compound import split_compound
 from ragbrain.context import RetrievalContext, context_of
 from ragbrain.nodes import Node
-from ragbrain.state import RetrievalState
+from ragbrain.parts import search_parts
+from ragbrain.state import Hit, RetrievalState
+from ragbrain.typematch import unknown_types, unknown_types_message
 
 if TYPE_CHECKING:
     from ragbrain.lexical.sync import LexicalSearcher
@@ -21,28 +24,55 @@ def make_vector_search(store: Store, lexical: LexicalSearcher | None = None) -> 
     It fetches the ``candidates`` that ``choose_depth`` decided (at least the depth). In
     ``hybrid`` mode the search fuses
     dense and BM25 hits; every hit still carries its cosine distance, so the gate reads the
-    same kind of number in either mode.
+    same kind of number in either mode. A compound question ("X vs Y", "difference between X
+    and Y", ...; ``ragbrain.compound``) has each part searched as well (``ragbrain.parts``)
+    unless ``split_compound`` is off. Types match case-insensitively; a requested type
+    that matches no stored one is named in the trace with the closest ones.
     """
 
     def vector_search(state: RetrievalState, runtime: Runtime[RetrievalContext]) -> dict[str, Any]:
         context = context_of(runtime)
         query, wanted, types = state["query"], state["candidates"], state.get("type_filter")
         scope = f"type in {types}" if types else "all types"
-        if context.search_mode == "hybrid" and lexical is not None:
-            from ragbrain.lexical.fusion import dense_trusted, hybrid_search
+        lexical_only: list[int] = []
+        hybrid = context.search_mode == "hybrid" and lexical is not None
+        trust = True
+        if hybrid:
+            from ragbrain.lexical.fusion import dense_trusted
 
             trust = dense_trusted(store, query, context.dense_languages)
-            hits, lexical_only = hybrid_search(
-                store, lexical.index, query, wanted, types, trust_dense=trust
+
+        def search(text: str, k: int) -> list[Hit]:
+            if hybrid and lexical is not None:
+                from ragbrain.lexical.fusion import hybrid_search
+
+                found, only = hybrid_search(store, lexical.index, text, k, types, trust_dense=trust)
+                lexical_only.append(only)
+                return found
+            return store.search(text, k, types)
+
+        parts = split_compound(query) if context.split_compound else []
+        hits = search_parts(store, query, parts, wanted, search) if parts else search(query, wanted)
+        if hybrid:
+            note = (
+                f"hybrid search ({scope}): {len(hits)} hits, {lexical_only[0]} found by BM25 only"
             )
-            note = f"hybrid search ({scope}): {len(hits)} hits, {lexical_only} found by BM25 only"
             if not trust:
                 note += "; the query's language is not the model's, so BM25's order stands"
         else:
-            hits = store.search(query, wanted, types)
             note = f"vector search ({scope}): {len(hits)} hits"
             if context.search_mode == "hybrid":
                 note += " (hybrid asked, but this graph has no lexical index)"
-        return {"hits": hits, "notes": [note]}
+        notes = [note]
+        if parts:
+            notes.append(
+                f"compound question: parts {parts} searched as well as the whole, fused by "
+                "RRF, each part's best hit kept"
+            )
+        if types:
+            unknown = unknown_types(types, store.known_types())
+            if unknown:
+                notes.append(f"type filter: {unknown_types_message(unknown)}")
+        return {"hits": hits, "notes": notes}
 
     return vector_search

@@ -92,14 +92,33 @@ def connect(
     Raises:
         InvalidInputError: Both ``path`` and ``server`` were given.
     """
+    folder = check_location(path, server, create=create)
+    if server:
+        host, port, ssl = parse_server_url(server)
+        return _server_client(server, policy), f"{'https' if ssl else 'http'}://{host}:{port}", None
+    assert folder is not None
+    return embedded_client(folder), str(folder), folder
+
+
+def check_location(path: str | Path | None, server: str | None, *, create: bool) -> Path | None:
+    """The checks ``connect`` makes before any client exists (no Chroma import, no I/O but a
+    stat), so a caller can refuse a bad location before loading models.
+
+    Returns:
+        The store folder; None for a server.
+
+    Raises:
+        InvalidInputError: Both ``path`` and ``server`` were given, or the URL is malformed.
+        StoreNotFoundError: The folder is a file, or (without ``create``) missing.
+    """
     if server and path is not None:
         raise InvalidInputError(
             f"Only one of a store folder or a server is allowed, but got both: path {path!s} "
             f"and server {server!r} (check --store, --server and $RAGBRAIN_SERVER)."
         )
     if server:
-        host, port, ssl = parse_server_url(server)
-        return _server_client(server, policy), f"{'https' if ssl else 'http'}://{host}:{port}", None
+        parse_server_url(server)
+        return None
     folder = Path(path).expanduser() if path is not None else default_store_path()
     if folder.exists() and not folder.is_dir():
         raise StoreNotFoundError(f"The store path {folder} is a file, not a folder.")
@@ -108,7 +127,7 @@ def connect(
             f"No ragbrain store at {folder}. Create one with "
             f"`ragbrain ingest NOTES_DIR --store {folder}`."
         )
-    return embedded_client(folder), str(folder), folder
+    return folder
 
 
 # --- end server mode ---

@@ -11,6 +11,7 @@ import contextlib
 import hashlib
 import math
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache, partial
 from pathlib import Path
@@ -36,6 +37,7 @@ from ragbrain.store.keys import (
 from ragbrain.store.repair import restore_missing_vectors, writer_lock
 from ragbrain.store.resilience import StorePolicy, call
 from ragbrain.store.type_index import KnownTypes, TypeIndex, type_where, typed_nearest
+from ragbrain.typematch import stored_spellings
 
 if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection
@@ -43,6 +45,8 @@ if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
 T = TypeVar("T")
+#: How long a server store's list of types is reused when no index of the store has it.
+TYPES_SECONDS = 5.0
 
 
 class Store:
@@ -67,6 +71,7 @@ class Store:
         self._type_index = TypeIndex(
             collection, cache_folder=self.sidecar("type-vectors"), version=self.version
         )
+        self._types_seen: tuple[object, float, list[str]] | None = None
 
     @property
     def embedding_model(self) -> str | None:
@@ -232,7 +237,8 @@ class Store:
         return stat.st_mtime_ns, stat.st_size
 
     def search(self, query: str, k: int, types: Sequence[str] | None = None) -> list[Hit]:
-        """The ``k`` chunks nearest to ``query``, optionally only of the given types.
+        """The ``k`` chunks nearest to ``query``, optionally only of the given types
+        (matched case-insensitively: ``sqlite`` finds ``SQLite``; see ``known_types``).
 
         Distances are cosine (0 = same direction); tiny negative ones from float error are
         clamped to 0. Results are sorted, best first.
@@ -240,6 +246,8 @@ class Store:
         vector: list[Sequence[float]] = [self._embed_query(query)]
         if not types:
             return self._nearest(vector, k, None)
+        # Types match case-insensitively: filter on every stored spelling of each.
+        types = stored_spellings(types, self.known_types())
         # Type filter: Chroma's `where` is 25-70x slower at 100k chunks, so first
         # over-fetch unfiltered and filter in memory (see type_index.py); a rare type falls
         # through to Chroma's own filter.
@@ -318,6 +326,7 @@ class Store:
                 or of another dimension than the store's (nothing is written then).
         """
         self._check_vectors(ids, texts, metadatas, vectors)
+        self._types_seen = None
         self._type_index.forget(ids)  # their type may change: look it up again when seen
         with self._lock:
             for start in range(0, len(ids), BATCH):
@@ -433,6 +442,24 @@ class Store:
             metas = page["metadatas"] or [{}] * len(page["ids"])
             found += [(t or "", dict(m or {})) for t, m in zip(texts, metas, strict=True)]
         return found
+
+    def known_types(self) -> list[str]:
+        """Every note type in the store, as written: from the index of the whole store when
+        one is registered (``learn_types_from``), else read from Chroma and kept until the
+        store changes (a server store's for at most ``TYPES_SECONDS``)."""
+        known = self._type_index.known_types()
+        if known is not None:
+            return known
+        version, now = self.version(), time.monotonic()
+        seen = self._types_seen
+        if seen is not None and (
+            (version is not None and seen[0] == version)
+            or (version is None and now - seen[1] < TYPES_SECONDS)
+        ):
+            return seen[2]
+        names = sorted(self.types())
+        self._types_seen = (version, now, names)
+        return names
 
     def types(self) -> dict[str, int]:
         """Chunk counts per note type."""

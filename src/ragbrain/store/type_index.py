@@ -44,6 +44,7 @@ from safetensors.numpy import save_file
 
 from ragbrain.atomic import replacing
 from ragbrain.state import Hit
+from ragbrain.typematch import fold, stored_spellings
 
 if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection
@@ -189,6 +190,18 @@ class TypeIndex:
                 for id_, meta in zip(page["ids"], page["metadatas"] or [], strict=True):
                     found[id_] = self._types[id_] = str((meta or {}).get("type", ""))
             return [found.get(i, "") for i in ids]
+
+    def known_types(self) -> list[str] | None:
+        """Every type of the store, as written, by the index of the whole store; None
+        without one."""
+        known = self._known_now()
+        return None if known is None else list(known.type_counts())
+
+    def spellings(self, types: Iterable[str]) -> frozenset[str]:
+        """The stored spellings of ``types`` (matched case-insensitively) by the index of the
+        whole store; ``types`` as given without one."""
+        known = self.known_types()
+        return frozenset(types if known is None else stored_spellings(types, known))
 
     def share_of(self, types: frozenset[str]) -> float | None:
         """The share of the store's chunks that have one of ``types``, by the index of the
@@ -437,7 +450,9 @@ def typed_nearest(
         The hits, best first; None when neither way gives a trustworthy answer (the caller
         then asks Chroma's own filter).
     """
-    wanted = frozenset(types)
+    # Types match case-insensitively: the wanted set is the types' stored spellings.
+    wanted = index.spellings(types)
+    folded = {fold(t) for t in wanted}
     share = index.share_of(wanted)
     exact = None
     if share is not None and too_rare_to_overfetch(share):
@@ -454,7 +469,7 @@ def typed_nearest(
         kept = [
             (id_, float(d))
             for id_, d, t in zip(ids, distances, index.types_of(ids), strict=True)
-            if t in types
+            if fold(t) in folded
         ][:k]
         if len(kept) < k and len(ids) == k * OVERFETCH:
             exact = index.nearest_of_types(vector, k, wanted)
@@ -470,7 +485,9 @@ def typed_nearest(
             page["ids"], page["documents"] or [], page["metadatas"] or [], strict=True
         )
     }
-    if any(i not in records or records[i][1].get("type") not in types for i, _ in kept):
+    if any(
+        i not in records or fold(str(records[i][1].get("type", ""))) not in folded for i, _ in kept
+    ):
         index.forget([i for i, _ in kept])  # changed under us: let Chroma filter this time
         return None
     return [
