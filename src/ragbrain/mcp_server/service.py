@@ -178,7 +178,7 @@ class RagbrainService:
 
             lexical = LexicalSearcher(store)
             graph = build_graph(store, critic, critic_off_reason=off_reason, lexical=lexical)
-            retriever = CorrectiveRetriever(graph=graph)
+            retriever = CorrectiveRetriever(graph=graph, known_types=store.known_types)
             if critic is None:
                 status = f"off: {off_reason}"
             else:
