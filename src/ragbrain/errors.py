@@ -29,3 +29,7 @@ class StoreLockedError(StoreUnavailableError):
 
 class CriticLoadError(RagbrainError, RuntimeError):
     """A critic folder is missing, incomplete, corrupt or not safetensors."""
+
+
+class ModelLoadError(RagbrainError, RuntimeError):
+    """An embedding model's files are missing, damaged or of another version."""
