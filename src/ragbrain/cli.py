@@ -57,9 +57,18 @@ def ingest(
         bool, typer.Option(help="Copy a non-cosine collection into a cosine one.")
     ] = False,
     server: ServerOption = None,
+    embedding: Annotated[
+        str | None,
+        typer.Option(
+            "--embedding",
+            help="Embedding model of a new store: minilm (English) or e5-small (multilingual) "
+            "[default: the store's own; for a new store, minilm]. An existing store keeps "
+            "its model.",
+        ),
+    ] = None,
 ) -> None:
     """Add, update and (with --prune, the default) remove notes in the store."""
-    from ragbrain.embeddings import default_embeddings
+    from ragbrain.embeddings import embeddings_for
     from ragbrain.ingest import ingest as run_ingest
     from ragbrain.progress import progress_reporter
     from ragbrain.resilience import StorePolicy
@@ -69,7 +78,7 @@ def ingest(
         policy = StorePolicy.from_env()
         opened = Store.open(
             store,
-            default_embeddings(),
+            embeddings_for(embedding) if embedding else None,
             create=True,
             convert_space=convert_space,
             server=server,
@@ -142,14 +151,11 @@ def doctor(
 ) -> None:
     """Check a store: space, dimension, model, counts, self-retrieval, lexical index."""
     from ragbrain.doctor import diagnose
-    from ragbrain.embeddings import default_embeddings
     from ragbrain.resilience import StorePolicy
 
     try:
         policy = StorePolicy.from_env()
-        findings = diagnose(
-            store, server=server, embeddings=default_embeddings(), policy=policy, sample=sample
-        )
+        findings = diagnose(store, server=server, store_model=True, policy=policy, sample=sample)
     except RagbrainError as exc:
         raise _fail(exc) from exc
     for finding in findings:
@@ -417,6 +423,14 @@ def mcp(
         typer.Option("--allow", help="A folder the ingest tool may read (repeatable)."),
     ] = None,
     critic: Annotated[bool, typer.Option(help="Run the critic (when one is installed).")] = True,
+    embedding: Annotated[
+        str | None,
+        typer.Option(
+            "--embedding",
+            help="Model of the store if the ingest tool creates it: minilm or e5-small "
+            "[default: the store's own; minilm for a new store].",
+        ),
+    ] = None,
 ) -> None:
     """Serve search, ingest and stats to AI coding agents over MCP (stdio).
 
@@ -431,7 +445,14 @@ def mcp(
         stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s: %(message)s"
     )
     try:
-        service = RagbrainService(store, allowed=allow or [], critic="default" if critic else None)
+        from ragbrain.embeddings import embeddings_for
+
+        service = RagbrainService(
+            store,
+            allowed=allow or [],
+            critic="default" if critic else None,
+            embeddings=embeddings_for(embedding) if embedding else None,
+        )
     except RagbrainError as exc:
         raise _fail(exc) from exc
     serve(service)

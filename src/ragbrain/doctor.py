@@ -10,8 +10,14 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragbrain.embeddings import model_name_of
+from ragbrain.embeddings import (
+    DEFAULT_EMBEDDING_MODEL,
+    EMBEDDING_CHOICES,
+    embeddings_for,
+    model_name_of,
+)
 from ragbrain.errors import RagbrainError, StoreNotFoundError, StoreUnavailableError
+from ragbrain.lexical.tokens import detect_language
 from ragbrain.resilience import StorePolicy, call
 from ragbrain.store import COLLECTION, DIMENSION_KEY, MODEL_KEY, _space, connect
 
@@ -38,6 +44,7 @@ def diagnose(
     *,
     server: str | None = None,
     embeddings: Embeddings | None = None,
+    store_model: bool = False,
     policy: StorePolicy | None = None,
     sample: int = 20,
 ) -> list[Finding]:
@@ -48,6 +55,10 @@ def diagnose(
     the chunk counts and metadata (no two chunks claim one place in one file); that a sample
     of chunks finds itself first when its text is searched; the lexical index, when there is
     one, holds exactly the store's chunks.
+
+    With ``store_model`` and no ``embeddings``, queries use the model the store records
+    (as every reader does). A store of all-MiniLM-L6-v2 whose chunks are mostly not English
+    gets the command that re-embeds it with multilingual-e5-small.
 
     Returns:
         One ``Finding`` per check, in order; the checks stop early when the store cannot be
@@ -66,14 +77,37 @@ def diagnose(
         return [Finding("reach", False, str(exc), f"`ragbrain ingest NOTES_DIR {hint}`")]
     findings = [Finding("reach", True, f"opened {where}")]
     findings.append(_check_space(collection))
+    recorded = (collection.metadata or {}).get(MODEL_KEY)
+    if embeddings is None and store_model and recorded in EMBEDDING_CHOICES.values():
+        embeddings = embeddings_for(str(recorded))
     dimension_ok, dim_findings = _check_dimension(collection, embeddings, policy)
     findings += dim_findings
     metadatas, count_findings = _check_chunks(collection, policy)
     findings += count_findings
+    if recorded == DEFAULT_EMBEDDING_MODEL and metadatas:
+        findings.append(_check_languages(metadatas, hint))
     if embeddings is not None and dimension_ok and metadatas:
         findings.append(_check_self_retrieval(collection, embeddings, policy, sample))
     findings.append(_check_lexical(folder, set(metadatas)))
     return findings
+
+
+def _check_languages(metadatas: dict[str, dict[str, Any]], hint: str) -> Finding:
+    """all-MiniLM-L6-v2 reads English only: say so when most chunks are in another language."""
+    languages = Counter(str(m.get("_language", "none")) for m in metadatas.values())
+    foreign = sum(n for lang, n in languages.items() if lang not in ("en", "none"))
+    if foreign * 2 <= len(metadatas):
+        return Finding("embedding model", True, "all-MiniLM-L6-v2 (English); the notes are")
+    shares = ", ".join(f"{lang} {n}" for lang, n in languages.most_common(4))
+    return Finding(
+        "embedding model",
+        True,
+        f"all-MiniLM-L6-v2 reads English only, and {foreign} of {len(metadatas)} chunks are "
+        f"not English ({shares}): dense search there is noise, BM25 carries it alone",
+        "re-embed the notes with the multilingual model into a new store: `ragbrain ingest "
+        f"NOTES_DIR --embedding e5-small {hint.replace('<folder>', 'NEW_STORE')}` "
+        "(with a new --store folder), then query that store",
+    )
 
 
 def _check_space(collection: Collection) -> Finding:
@@ -160,7 +194,11 @@ def _all_metadata(collection: Collection, policy: StorePolicy) -> dict[str, dict
         )
         docs: list[str | None] = [*(page["documents"] or [])] or [None] * len(page["ids"])
         for id_, meta, doc in zip(page["ids"], page["metadatas"] or [], docs, strict=True):
-            found[id_] = {**(meta or {}), "_empty": not (doc or "").strip()}
+            found[id_] = {
+                **(meta or {}),
+                "_empty": not (doc or "").strip(),
+                "_language": detect_language((doc or "")[:400]),
+            }
         if len(page["ids"]) < _PAGE:
             break
     return found

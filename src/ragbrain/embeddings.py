@@ -20,6 +20,14 @@ DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 E5_SMALL = "multilingual-e5-small"
 #: The ``--embedding`` choices and the model name each records in a store.
 EMBEDDING_CHOICES: dict[str, str] = {"minilm": DEFAULT_EMBEDDING_MODEL, "e5-small": E5_SMALL}
+#: The query languages each model reads (``ragbrain.lexical.tokens.script_counts`` names);
+#: None is every language. all-MiniLM-L6-v2's WordPiece vocabulary is English: it strips Thai
+#: vowel and tone marks and Japanese voicing marks. multilingual-e5-small's XLM-R vocabulary
+#: covers about 100 languages (measured here on en, ja, th, zh, ar).
+MODEL_READS: dict[str, tuple[str, ...] | None] = {
+    DEFAULT_EMBEDDING_MODEL: ("en", "none"),
+    E5_SMALL: None,
+}
 
 
 def set_offline() -> None:
@@ -111,6 +119,11 @@ def embeddings_for(model: str | None) -> Embeddings:
     raise InvalidInputError(
         f"Unknown embedding model {model!r}: choose one of {', '.join(EMBEDDING_CHOICES)}."
     )
+
+
+def model_reads(model: str) -> tuple[str, ...] | None:
+    """The query languages ``model`` reads; None (every language) for a model not listed."""
+    return MODEL_READS.get(model)
 
 
 def model_name_of(embeddings: Embeddings) -> str:

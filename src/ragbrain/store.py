@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from ragbrain.embeddings import model_name_of
+from ragbrain.embeddings import EMBEDDING_CHOICES, embeddings_for, model_name_of
 from ragbrain.errors import (
     InvalidInputError,
     StoreLockedError,
@@ -217,7 +217,7 @@ class Store:
     def open(
         cls,
         path: str | Path | None,
-        embeddings: Embeddings,
+        embeddings: Embeddings | None = None,
         *,
         create: bool = False,
         convert_space: bool = False,
@@ -228,7 +228,8 @@ class Store:
 
         Args:
             path: The store folder; None means ``default_store_path()``. Ignored with ``server``.
-            embeddings: The model that embeds chunks and queries.
+            embeddings: The model that embeds chunks and queries; None loads the model the
+                store records (``embeddings_for``), or for a new store the default.
             create: Create the folder and a cosine collection if they are missing.
             convert_space: Copy a collection of another distance space into a cosine one
                 instead of refusing it.
@@ -238,17 +239,17 @@ class Store:
 
         Raises:
             StoreNotFoundError: No store there and ``create`` is false.
-            StoreMismatchError: The collection's space is not cosine, or its vectors have
-                another dimension than ``embeddings`` produces.
+            StoreMismatchError: The collection's space is not cosine, its vectors have
+                another dimension than ``embeddings`` produces, it was built with another
+                model ragbrain knows by name, or (``embeddings`` None) with one it cannot load.
             StoreUnavailableError: The server could not be reached within the deadline.
         """
         policy = policy or StorePolicy()
         client, where, folder = connect(path, server, policy, create=create)
         hint = f"--server {server}" if server else f"--store {where}"
-        dimension = len(embeddings.embed_query("dimension probe"))
-        model = model_name_of(embeddings)
+        existing: Collection | None
         try:
-            collection = call(
+            existing = call(
                 policy,
                 f"Opening the collection at {where}",
                 lambda: client.get_collection(COLLECTION, embedding_function=None),
@@ -259,6 +260,14 @@ class Store:
                     f"{where} holds no ragbrain collection. Create one with "
                     f"`ragbrain ingest NOTES_DIR {hint}`."
                 ) from None
+            existing = None
+        if embeddings is None:
+            embeddings = _recorded_embeddings(existing, where)
+        dimension = len(embeddings.embed_query("dimension probe"))
+        model = model_name_of(embeddings)
+        if existing is not None:
+            collection = existing
+        else:
             collection = call(
                 policy,
                 f"Creating the collection at {where}",
@@ -644,6 +653,17 @@ class Store:
         return counts
 
 
+def _recorded_embeddings(collection: Collection | None, where: str) -> Embeddings:
+    """The embeddings of the model a collection records (the default for a new store)."""
+    recorded = None if collection is None else (collection.metadata or {}).get(MODEL_KEY)
+    if recorded is not None and recorded not in EMBEDDING_CHOICES.values():
+        raise StoreMismatchError(
+            f"The store in {where} was built with {recorded!r}, which ragbrain cannot load by "
+            "name: pass the same embeddings object (Python: Store.open(path, embeddings))."
+        )
+    return embeddings_for(None if recorded is None else str(recorded))
+
+
 def _check_dimension(collection: Collection, folder: str, model: str, dimension: int) -> None:
     meta = collection.metadata or {}
     stored = meta.get(DIMENSION_KEY)
@@ -656,13 +676,31 @@ def _check_dimension(collection: Collection, folder: str, model: str, dimension:
             f"(model {meta.get(MODEL_KEY, 'unknown')!r}) but {model!r} makes {dimension}-"
             "dimensional ones. Use the model the store was built with, or ingest into a new store."
         )
-    if meta.get(MODEL_KEY) not in (None, model):
+    recorded = meta.get(MODEL_KEY)
+    if recorded not in (None, model) and _known_model(recorded) and _known_model(model):
+        choice = _choice_of(str(recorded))
+        raise StoreMismatchError(
+            f"The store in {folder} was built with {recorded!r}; its distances mean nothing "
+            f"to {model!r} (the same dimension does not make them comparable). Open it "
+            f"without choosing a model (readers use the store's), keep ingesting with "
+            f"`--embedding {choice}`, or re-embed the notes into a new store: "
+            f"`ragbrain ingest NOTES_DIR --embedding {_choice_of(model)} --store NEW_STORE`."
+        )
+    if recorded not in (None, model):
         log.warning(
             "The store in %s was built with %r, queried with %r (same dimension).",
             folder,
             meta.get(MODEL_KEY),
             model,
         )
+
+
+def _known_model(name: object) -> bool:
+    return name in EMBEDDING_CHOICES.values()
+
+
+def _choice_of(name: str) -> str:
+    return next((key for key, value in EMBEDDING_CHOICES.items() if value == name), name)
 
 
 def _convert_to_cosine(

@@ -88,7 +88,8 @@ class RagbrainService:
                 missing store is created on first use.
             critic: As for ``CorrectiveRetriever.from_store``; a critic that fails to load is
                 turned off (and the trace says why) rather than stopping the server.
-            embeddings: Any LangChain ``Embeddings``; None is the bundled all-MiniLM-L6-v2.
+            embeddings: Any LangChain ``Embeddings``; None is the model the store records
+                (``ragbrain.embeddings.embeddings_for``; all-MiniLM-L6-v2 for a new store).
 
         Raises:
             InvalidInputError: An allowed folder does not exist.
@@ -122,15 +123,11 @@ class RagbrainService:
             if self._loaded is not None:
                 return self._loaded
             started = time.perf_counter()
-            embeddings = self._embeddings
-            if embeddings is None:
-                from ragbrain.embeddings import default_embeddings
-
-                embeddings = default_embeddings()
             # The store the tools write to and count; the retriever is built the way every
             # other caller builds it (lexical index, calibrated gate, critic), over the same
-            # folder.
-            store = Store.open(self.store_path, embeddings, create=bool(self.allowed))
+            # folder. With no embeddings given, both use the model the store records.
+            store = Store.open(self.store_path, self._embeddings, create=bool(self.allowed))
+            embeddings = store.embeddings
             critic, off_reason = resolve_critic(self._critic_choice, "disable")
             retriever = CorrectiveRetriever.from_store(
                 self.store_path,
