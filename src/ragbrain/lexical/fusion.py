@@ -29,7 +29,7 @@ ENGLISH_ONLY = ("en", "none")
 #: mostly Latin letters, yet an English-only model cannot read the question. Other scripts
 #: count only as the main one, so a Greek letter in a scientific claim (TNF-alpha written
 #: with the letter) changes nothing.
-ALWAYS_COUNTED: tuple[Language, ...] = ("ja", "th")
+ALWAYS_COUNTED: tuple[Language, ...] = ("ja", "zh", "th", "ar")
 
 
 def rrf(
