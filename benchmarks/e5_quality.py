@@ -37,7 +37,6 @@ from ragbrain.evaluation.metrics import ndcg_at_k, recall_at_k
 
 #: The split each set's gate samples come from (None: the set is not used for the gate).
 GATE_SPLIT = {"scifact": "train", "nfcorpus": "dev"}
-PARTIAL = RESULTS / "e5_quality.partial.json"
 
 
 def subcorpus(
@@ -153,21 +152,23 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=200)
     parser.add_argument("--seed", type=int, default=19)
     parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--name", default="e5_quality", help="Results file stem.")
     args = parser.parse_args()
+    partial = RESULTS / f"{args.name}.partial.json"
 
     from ragbrain.embeddings import default_embeddings, e5_embeddings
     from ragbrain.evaluation.calibrate import operating_point
 
     models = {"minilm": default_embeddings(), "e5-small": e5_embeddings()}
     done: dict[str, Any] = (
-        json.loads(PARTIAL.read_text()) if args.resume and PARTIAL.is_file() else {}
+        json.loads(partial.read_text()) if args.resume and partial.is_file() else {}
     )
     for name in args.sets.split(","):
         if name in done:
             continue
         say(f"{name}")
         done[name] = evaluate(name, args.data_root, args, models)
-        PARTIAL.write_text(json.dumps(done, indent=1, ensure_ascii=False))
+        partial.write_text(json.dumps(done, indent=1, ensure_ascii=False))
     gates = {}
     for model in models:
         distances: list[float] = []
@@ -206,7 +207,7 @@ def main() -> None:
         + "\n".join(rows)
         + f"\n\nnDCG@10. Gate thresholds (train/dev queries only):\n\n{gate_lines}\n"
     )
-    save("e5_quality", payload, markdown)
+    save(args.name, payload, markdown)
 
 
 if __name__ == "__main__":

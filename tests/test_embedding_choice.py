@@ -151,7 +151,61 @@ def test_doctor_says_how_to_re_embed_a_minilm_store_of_thai_notes(
         {f"n{i}.md": f"# บันทึก {i}\n\nการประชุมเรื่องฐานข้อมูลครั้งที่ {i}" for i in range(4)}
     )
     store = str(tmp_path / "s")
-    assert runner.invoke(app, ["ingest", str(notes), "--store", store]).exit_code == 0
+    made = runner.invoke(app, ["ingest", str(notes), "--store", store, "--embedding", "minilm"])
+    assert made.exit_code == 0, made.output
     report = runner.invoke(app, ["doctor", "--store", store])
     assert "reads English only" in report.output
     assert "--embedding e5-small" in report.output
+
+
+THAI_NOTES = {f"n{i}.md": f"# บันทึก {i}\n\nการประชุมเรื่องฐานข้อมูลครั้งที่ {i}" for i in range(3)}
+
+
+@pytest.mark.parametrize(
+    ("notes", "model"),
+    [
+        (
+            {"a.md": "# Backups\n\nThe nightly backup failed.", "b.md": "Redis cache notes."},
+            DEFAULT_EMBEDDING_MODEL,
+        ),
+        (THAI_NOTES, E5_SMALL),
+        (
+            {**THAI_NOTES, **{f"e{i}.md": f"English note {i} about caching." for i in range(30)}},
+            E5_SMALL,
+        ),
+        (
+            {f"e{i}.md": f"English note {i} about caching." for i in range(40)}
+            | {"t.md": "ภาษาไทย"},
+            DEFAULT_EMBEDDING_MODEL,
+        ),
+    ],
+    ids=["english", "thai", "one-in-eleven-thai", "one-in-forty-one-thai"],
+)
+def test_a_new_store_gets_the_model_its_notes_need(
+    fake_models: dict[str, Named],
+    write_notes,
+    tmp_path: Path,
+    notes: dict[str, str],
+    model: str,  # type: ignore[no-untyped-def]
+) -> None:
+    store = str(tmp_path / "s")
+    made = runner.invoke(app, ["ingest", str(write_notes(notes)), "--store", store])
+    assert made.exit_code == 0, made.output
+    assert Store.open(store).embeddings is fake_models[model]
+
+
+def test_an_existing_store_keeps_its_model_whatever_the_notes(
+    fake_models: dict[str, Named],
+    write_notes,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+) -> None:
+    store = str(tmp_path / "s")
+    english = write_notes({"a.md": "The nightly backup failed."})
+    assert (
+        runner.invoke(
+            app, ["ingest", str(english), "--store", store, "--embedding", "e5-small"]
+        ).exit_code
+        == 0
+    )
+    assert runner.invoke(app, ["ingest", str(english), "--store", store]).exit_code == 0
+    assert Store.open(store).embeddings is fake_models[E5_SMALL]

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
 from ragbrain.errors import InvalidInputError, RagbrainError
+
+if TYPE_CHECKING:
+    from ragbrain.resilience import StorePolicy
 
 app = typer.Typer(help="ragbrain: a corrective retriever for your notes.", no_args_is_help=True)
 out = Console(soft_wrap=True)
@@ -62,8 +65,8 @@ def ingest(
         typer.Option(
             "--embedding",
             help="Embedding model of a new store: minilm (English) or e5-small (multilingual) "
-            "[default: the store's own; for a new store, minilm]. An existing store keeps "
-            "its model.",
+            "[default: the store's own; for a new store, e5-small when at least 5% of the "
+            "notes are mainly not English, else minilm]. An existing store keeps its model.",
         ),
     ] = None,
 ) -> None:
@@ -76,6 +79,8 @@ def ingest(
 
     try:
         policy = StorePolicy.from_env()
+        if not embedding:
+            embedding = _new_store_model(path, store, server, policy)
         opened = Store.open(
             store,
             embeddings_for(embedding) if embedding else None,
@@ -91,6 +96,31 @@ def ingest(
     for skipped in report.skipped:
         err.print(f"skipped {skipped.path}: {skipped.reason}", style="yellow", highlight=False)
     out.print(f"{report.summary()} -> {opened.location}", highlight=False)
+
+
+def _new_store_model(
+    path: Path, store: Path | None, server: str | None, policy: StorePolicy
+) -> str | None:
+    """None for an existing store (it keeps its model); for a new one, the model its notes'
+    languages call for, said on stderr."""
+    from ragbrain.errors import StoreNotFoundError
+    from ragbrain.ingest.model_choice import model_for_notes
+    from ragbrain.resilience import call
+    from ragbrain.store import COLLECTION, connect
+
+    try:
+        client, where, _ = connect(store, server, policy, create=False)
+        call(
+            policy,
+            f"Opening the collection at {where}",
+            lambda: client.get_collection(COLLECTION, embedding_function=None),
+        )
+        return None
+    except StoreNotFoundError:
+        pass
+    model, why = model_for_notes(path)
+    err.print(f"new store: {why}", highlight=False)
+    return model
 
 
 @app.command()
