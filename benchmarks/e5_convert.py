@@ -26,6 +26,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -81,6 +82,26 @@ def conversions(source: Path, digest: str) -> dict[str, object]:
     return {"seconds": [round(t, 1) for t in times], "files": len(files), "identical": same}
 
 
+def compare_tokens(
+    texts: list[tuple[str, str, bool]], ours: Any, reference: Any, engine: Any
+) -> tuple[dict[str, list[bool]], dict[str, list[bool]], list[dict[str, str]], list[int]]:
+    """Per set: ids equal to the reference, counts equal to the engine; the mismatches."""
+    id_equal: dict[str, list[bool]] = {}
+    count_equal: dict[str, list[bool]] = {}
+    mismatches: list[dict[str, str]] = []
+    lengths: list[int] = []
+    for name, text, is_query in texts:
+        prefix = convert.QUERY_PREFIX if is_query else convert.PASSAGE_PREFIX
+        a = ours.encode(prefix + text).ids
+        b = reference.encode(prefix + text).ids
+        lengths.append(len(a))
+        id_equal.setdefault(name, []).append(a == b)
+        count_equal.setdefault(name, []).append(len(a) == engine.token_count(text, is_query))
+        if a != b and len(mismatches) < 10:
+            mismatches.append({"set": name, "text": text[:80]})
+    return id_equal, count_equal, mismatches, lengths
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-root", type=Path, required=True)
@@ -109,19 +130,7 @@ def main() -> None:
 
     texts = sample_texts(args.data_root, args.per_set, args.seed)
     say(f"tokenizing {len(texts)} texts")
-    id_equal: dict[str, list[int]] = {}
-    count_equal: dict[str, list[int]] = {}
-    mismatches = []
-    lengths = []
-    for name, text, is_query in texts:
-        prefix = convert.QUERY_PREFIX if is_query else convert.PASSAGE_PREFIX
-        a = ours.encode(prefix + text).ids
-        b = reference.encode(prefix + text).ids
-        lengths.append(len(a))
-        id_equal.setdefault(name, []).append(a == b)
-        count_equal.setdefault(name, []).append(len(a) == engine.token_count(text, is_query))
-        if a != b and len(mismatches) < 10:
-            mismatches.append({"set": name, "text": text[:80]})
+    id_equal, count_equal, mismatches, lengths = compare_tokens(texts, ours, reference, engine)
 
     say("embedding with both")
     st = e5_embeddings()
