@@ -25,7 +25,7 @@ def rss():
     return round(get('VmRSS:')), round(get('VmHWM:'))
 from ragbrain.embeddings import default_embeddings, e5_embeddings
 model, half = sys.argv[1], sys.argv[2] == 'half'
-texts = json.loads(sys.argv[3])
+texts = json.loads(sys.stdin.read())
 emb = default_embeddings() if model == 'minilm' else e5_embeddings()
 before = np.asarray(emb.embed_documents(texts[:8]))
 if half:
@@ -49,7 +49,8 @@ print(json.dumps({'loaded_mb': loaded[0], 'after_batch_mb': rss()[0], 'peak_mb':
 
 def probe(model: str, half: bool, texts: list[str]) -> dict[str, float]:
     out = subprocess.run(
-        [sys.executable, "-c", _PROBE, model, "half" if half else "full", json.dumps(texts)],
+        [sys.executable, "-c", _PROBE, model, "half" if half else "full"],
+        input=json.dumps(texts),
         capture_output=True,
         text=True,
         check=True,
