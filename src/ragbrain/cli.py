@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
 from ragbrain.errors import InvalidInputError, RagbrainError
+
+if TYPE_CHECKING:
+    from ragbrain.store.resilience import StorePolicy
 
 app = typer.Typer(help="ragbrain: a corrective retriever for your notes.", no_args_is_help=True)
 out = Console(soft_wrap=True)
@@ -74,9 +77,18 @@ def ingest(
             "--include", help="Only ingest files matching this gitignore pattern (repeatable)."
         ),
     ] = None,
+    embedding: Annotated[
+        str | None,
+        typer.Option(
+            "--embedding",
+            help="Embedding model of a new store: minilm (English) or e5-small (multilingual) "
+            "[default: the store's own; for a new store, e5-small when at least 5% of the "
+            "notes are mainly not English, else minilm]. An existing store keeps its model.",
+        ),
+    ] = None,
 ) -> None:
     """Add, update and (with --prune, the default) remove notes in the store."""
-    from ragbrain.embeddings import default_embeddings
+    from ragbrain.embeddings import embeddings_for
     from ragbrain.ingest import ingest as run_ingest
     from ragbrain.ingest.ignore import IgnoreRules
     from ragbrain.progress import progress_reporter
@@ -94,9 +106,11 @@ def ingest(
     created = folder is not None and not folder.exists()
     try:
         policy = StorePolicy.from_env()
+        if not embedding:
+            embedding = _new_store_model(path, store, server, policy)
         opened = Store.open(
             store,
-            default_embeddings(),
+            embeddings_for(embedding) if embedding else None,
             create=True,
             convert_space=convert_space,
             server=server,
@@ -123,6 +137,31 @@ def ingest(
     out.print(f"{report.summary()} -> {opened.location}", highlight=False)
 
 
+def _new_store_model(
+    path: Path, store: Path | None, server: str | None, policy: StorePolicy
+) -> str | None:
+    """None for an existing store (it keeps its model); for a new one, the model its notes'
+    languages call for, said on stderr."""
+    from ragbrain.errors import StoreNotFoundError
+    from ragbrain.ingest.model_choice import model_for_notes
+    from ragbrain.store import COLLECTION, connect
+    from ragbrain.store.resilience import call
+
+    try:
+        client, where, _ = connect(store, server, policy, create=False)
+        call(
+            policy,
+            f"Opening the collection at {where}",
+            lambda: client.get_collection(COLLECTION, embedding_function=None),
+        )
+        return None
+    except StoreNotFoundError:
+        pass
+    model, why = model_for_notes(path)
+    err.print(f"new store: {why}", highlight=False)
+    return model
+
+
 # --- watch (issue #22) ---
 @app.command()
 def watch(
@@ -145,7 +184,7 @@ def watch(
     """Ingest folders, then keep the store in step with them as files change (Ctrl-C stops)."""
     import signal
 
-    from ragbrain.embeddings import default_embeddings
+    from ragbrain.embeddings import embeddings_for
     from ragbrain.ingest.watch import Watcher
     from ragbrain.progress import progress_reporter
     from ragbrain.store import Store
@@ -155,13 +194,15 @@ def watch(
         err.print(line, highlight=False, markup=False)
 
     try:
+        policy = StorePolicy.from_env()
+        embedding = _new_store_model(paths[0], store, server, policy) if paths else None
         opened = Store.open(
             store,
-            default_embeddings(),
+            embeddings_for(embedding) if embedding else None,
             create=True,
             convert_space=convert_space,
             server=server,
-            policy=StorePolicy.from_env(),
+            policy=policy,
         )
         watcher = Watcher(paths, opened, type_=type_, prune=prune, debounce=debounce, status=say)
         watcher.start()  # before the first ingest, so a change made meanwhile is not missed
@@ -264,16 +305,13 @@ def show(
     import dataclasses
     import json
 
-    from ragbrain.embeddings import default_embeddings
     from ragbrain.reader import parse_target, read_source
     from ragbrain.store import Store
     from ragbrain.store.resilience import StorePolicy
 
     try:
         source, lines = parse_target(target)
-        opened = Store.open(
-            store, default_embeddings(), server=server, policy=StorePolicy.from_env()
-        )
+        opened = Store.open(store, None, server=server, policy=StorePolicy.from_env())
         excerpt = read_source(opened, source, lines=lines, chunk=chunk, neighbours=neighbours)
     except RagbrainError as exc:
         raise _fail(exc) from exc
@@ -315,14 +353,11 @@ def doctor(
 ) -> None:
     """Check a store: space, dimension, model, counts, self-retrieval, lexical index."""
     from ragbrain.doctor import diagnose
-    from ragbrain.embeddings import default_embeddings
     from ragbrain.store.resilience import StorePolicy
 
     try:
         policy = StorePolicy.from_env()
-        findings = diagnose(
-            store, server=server, embeddings=default_embeddings(), policy=policy, sample=sample
-        )
+        findings = diagnose(store, server=server, store_model=True, policy=policy, sample=sample)
     except RagbrainError as exc:
         raise _fail(exc) from exc
     for finding in findings:
@@ -674,6 +709,14 @@ def mcp(
     no_auth: Annotated[
         bool, typer.Option("--no-auth", help="With --http on 127.0.0.1 only: no token.")
     ] = False,
+    embedding: Annotated[
+        str | None,
+        typer.Option(
+            "--embedding",
+            help="Model of the store if the ingest tool creates it: minilm or e5-small "
+            "[default: the store's own; minilm for a new store].",
+        ),
+    ] = None,
 ) -> None:
     """Serve search, get, remember, ingest and stats to AI coding agents over MCP (stdio).
 
@@ -695,12 +738,15 @@ def mcp(
         if http is None and (token_file is not None or no_auth):
             raise InvalidInputError("--token-file and --no-auth need --http HOST:PORT.")
         bind = None if http is None else check_bind(http, token_file, no_auth)
+        from ragbrain.embeddings import embeddings_for
+
         service = RagbrainService(
             store,
             allowed=allow or [],
             critic="default" if critic else None,
             inbox=inbox,
             watch=watch,
+            embeddings=embeddings_for(embedding) if embedding else None,
         )
     except RagbrainError as exc:
         raise _fail(exc) from exc

@@ -53,7 +53,29 @@ THAI_MARKERS: tuple[str, ...] = (
     "ครั้งที่แล้ว",
     "เทียบกับ",
 )
-DEFAULT_MARKERS: tuple[str, ...] = ENGLISH_MARKERS + JAPANESE_MARKERS + THAI_MARKERS
+# Simplified and traditional forms. 和 / 与 ("A and B") also sit inside words (和平, 共和国,
+# 参与), where they widen the depth needlessly: a deeper search costs time, never a result.
+CHINESE_MARKERS: tuple[str, ...] = (
+    "比较",
+    "區別",
+    "区别",
+    "对比",
+    "對比",
+    "不同",
+    "差异",
+    "差異",
+    "上次",
+    "还是",
+    "還是",
+    "优缺点",
+    "優缺點",
+    "和",
+    "与",
+    "與",
+)
+DEFAULT_MARKERS: tuple[str, ...] = (
+    ENGLISH_MARKERS + JAPANESE_MARKERS + THAI_MARKERS + CHINESE_MARKERS
+)
 
 DEFAULT_GATE_THRESHOLD = 0.55
 

@@ -10,8 +10,9 @@ from typing import Any
 from rich.console import Console
 from rich.rule import Rule
 
-from ragbrain.embeddings import default_embeddings
+from ragbrain.embeddings import embeddings_for
 from ragbrain.ingest import ingest
+from ragbrain.ingest.model_choice import model_for_notes
 from ragbrain.paths import sample_notes
 from ragbrain.progress import progress_reporter
 from ragbrain.render import print_run
@@ -40,8 +41,19 @@ SCENARIOS: list[tuple[str, str, dict[str, Any]]] = [
         {},
     ),
     (
-        "A Japanese query (the English-only embedding model is weak here).",
-        "マイグレーションの確認",
+        "A Japanese question in other words than its note (夜中にデータベース接続が切れる): "
+        "multilingual-e5-small finds it by meaning.",
+        "深夜にDBとの通信が途絶えるのはなぜ？",
+        {},
+    ),
+    (
+        "A Thai question in other words than its note (ขอสิทธิ์เข้าใช้งานเซิร์ฟเวอร์ production).",
+        "เพิ่งเริ่มงาน จะได้รับอนุญาตให้เชื่อมต่อระบบจริงได้อย่างไร",
+        {},
+    ),
+    (
+        "An English question whose answer is a Thai note: cross-lingual retrieval.",
+        "How does a new hire get access to the production servers?",
         {},
     ),
 ]
@@ -52,7 +64,9 @@ def run_demo(out: Console, err: Console, store_path: Path | None = None) -> None
     with tempfile.TemporaryDirectory(prefix="ragbrain-demo-") as tmp:
         folder = store_path or Path(tmp)
         started = time.perf_counter()
-        store = Store.open(folder, default_embeddings(), create=True)
+        model, why = model_for_notes(sample_notes())  # the rule a new store follows
+        out.print(f"Embedding model: {why}", highlight=False)
+        store = Store.open(folder, embeddings_for(model), create=True)
         with progress_reporter(err, "embedding the sample notes") as progress:
             report = ingest(sample_notes(), store, progress=progress)
         out.print(

@@ -10,8 +10,14 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragbrain.embeddings import model_name_of
+from ragbrain.embeddings import (
+    DEFAULT_EMBEDDING_MODEL,
+    EMBEDDING_CHOICES,
+    embeddings_for,
+    model_name_of,
+)
 from ragbrain.errors import RagbrainError, StoreNotFoundError, StoreUnavailableError
+from ragbrain.lexical.tokens import detect_language
 from ragbrain.linklists import LinkStats, link_stats
 from ragbrain.store import COLLECTION, DIMENSION_KEY, MODEL_KEY, connect
 from ragbrain.store.collection import space as _space
@@ -40,6 +46,7 @@ def diagnose(
     *,
     server: str | None = None,
     embeddings: Embeddings | None = None,
+    store_model: bool = False,
     policy: StorePolicy | None = None,
     sample: int = 20,
 ) -> list[Finding]:
@@ -50,6 +57,10 @@ def diagnose(
     the chunk counts and metadata (no two chunks claim one place in one file); that a sample
     of chunks finds itself first when its text is searched; the lexical index, when there is
     one, holds exactly the store's chunks.
+
+    With ``store_model`` and no ``embeddings``, queries use the model the store records
+    (as every reader does). A store of all-MiniLM-L6-v2 whose chunks are mostly not English
+    gets the command that re-embeds it with multilingual-e5-small.
 
     Returns:
         One ``Finding`` per check, in order; the checks stop early when the store cannot be
@@ -68,10 +79,15 @@ def diagnose(
         return [Finding("reach", False, str(exc), f"`ragbrain ingest NOTES_DIR {hint}`")]
     findings = [Finding("reach", True, f"opened {where}")]
     findings.append(_check_space(collection))
+    recorded = (collection.metadata or {}).get(MODEL_KEY)
+    if embeddings is None and store_model and recorded in EMBEDDING_CHOICES.values():
+        embeddings = embeddings_for(str(recorded))
     dimension_ok, dim_findings = _check_dimension(collection, embeddings, policy)
     findings += dim_findings
     metadatas, count_findings = _check_chunks(collection, policy)
     findings += count_findings
+    if recorded == DEFAULT_EMBEDDING_MODEL and metadatas:
+        findings.append(_check_languages(metadatas, hint))
     if embeddings is not None and dimension_ok and metadatas:
         findings.append(_check_self_retrieval(collection, embeddings, policy, sample))
     findings.append(_check_lexical(folder, set(metadatas)))
@@ -118,6 +134,24 @@ def _check_link_lists(metadatas: dict[str, dict[str, Any]]) -> Finding:
         f"{len(lists)} file(s) are mostly links with little prose, and their chunks crowd out "
         f"the notes they link to: {named}",
         f"{lines}, then run `ragbrain ingest {roots}` (it prunes them)",
+    )
+
+
+def _check_languages(metadatas: dict[str, dict[str, Any]], hint: str) -> Finding:
+    """all-MiniLM-L6-v2 reads English only: say so when most chunks are in another language."""
+    languages = Counter(str(m.get("_language", "none")) for m in metadatas.values())
+    foreign = sum(n for lang, n in languages.items() if lang not in ("en", "none"))
+    if foreign * 2 <= len(metadatas):
+        return Finding("embedding model", True, "all-MiniLM-L6-v2 (English); the notes are")
+    shares = ", ".join(f"{lang} {n}" for lang, n in languages.most_common(4))
+    return Finding(
+        "embedding model",
+        True,
+        f"all-MiniLM-L6-v2 reads English only, and {foreign} of {len(metadatas)} chunks are "
+        f"not English ({shares}): dense search there is noise, BM25 carries it alone",
+        "re-embed the notes with the multilingual model into a new store: `ragbrain ingest "
+        f"NOTES_DIR --embedding e5-small {hint.replace('<folder>', 'NEW_STORE')}` "
+        "(with a new --store folder), then query that store",
     )
 
 
@@ -209,6 +243,7 @@ def _all_metadata(collection: Collection, policy: StorePolicy) -> dict[str, dict
                 **(meta or {}),
                 "_empty": not (doc or "").strip(),
                 "_links": link_stats(doc or ""),
+                "_language": detect_language((doc or "")[:400]),
             }
         if len(page["ids"]) < _PAGE:
             break

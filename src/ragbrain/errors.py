@@ -33,3 +33,7 @@ class CriticLoadError(RagbrainError, RuntimeError):
 
 class MissingExtraError(RagbrainError, ImportError):
     """An optional feature's package is not installed; the message names the extra to add."""
+
+
+class ModelLoadError(RagbrainError, RuntimeError):
+    """An embedding model's files are missing, damaged or of another version."""

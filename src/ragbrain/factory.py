@@ -62,6 +62,7 @@ def open_graph(
     """Open the store in ``path`` (or on ``server``, ``http://HOST:PORT``) and compile the
     graph over it with the chosen critic; ``policy`` sets the store calls' deadline and retries.
     The store's lexical index (for hybrid search) is opened beside it, rebuilt if stale.
+    ``embeddings`` None embeds queries with the model the store records (``embeddings_for``).
 
     Raises:
         StoreNotFoundError, StoreMismatchError, StoreUnavailableError, CriticLoadError.
@@ -93,10 +94,6 @@ def open_store_and_graph(
     Raises:
         StoreNotFoundError, StoreMismatchError, StoreUnavailableError, CriticLoadError.
     """
-    if embeddings is None:
-        from ragbrain.embeddings import default_embeddings
-
-        embeddings = default_embeddings()
     store = Store.open(path, embeddings, convert_space=convert_space, server=server, policy=policy)
     chosen, off_reason = resolve_critic(critic, on_critic_error)
     from ragbrain.lexical.sync import LexicalSearcher

@@ -94,7 +94,7 @@ def test_demo_shows_every_path(tmp_path: Path) -> None:
     assert "depth 10" in out
     assert "fallback yes" in out and "(fallback)" in out
     assert "verdict poor" in out and "verdict good" in out
-    assert sum(line.startswith("query: ") for line in out.splitlines()) == 5
+    assert sum(line.startswith("query: ") for line in out.splitlines()) == 7
 
 
 def test_graph_prints_mermaid() -> None:

@@ -99,7 +99,9 @@ def test_a_gate_in_the_context_wins_over_the_store() -> None:
 def test_shipped_gate_is_a_distance_with_its_command() -> None:
     for model, shipped in SHIPPED_GATES.items():
         assert 0.0 < shipped.threshold < 2.0, model
-        assert shipped.command.startswith("ragbrain calibrate --data"), model
+        assert shipped.command.startswith(("ragbrain calibrate --data", "python -m benchmarks.")), (
+            model
+        )
     assert callable(Store.gate_threshold)  # the store method the resolution reads
 
 
@@ -136,3 +138,12 @@ def test_a_poor_verdict_takes_the_fallback_only_when_it_can_widen(
     assert result["verdict"] == "poor" and result["fallback"] is fallback
     assert ("no fallback" in result["note"]) is not fallback
     assert route_after_gate(result) == ("widen" if fallback else "judge")  # type: ignore[arg-type]
+
+
+def test_e5_small_has_its_own_gate() -> None:
+    from ragbrain.embeddings import E5_SMALL
+    from ragbrain.gates import model_gate
+
+    threshold, origin = model_gate(E5_SMALL)
+    assert threshold < SHIPPED_GATES[DEFAULT_EMBEDDING_MODEL].threshold  # compressed distances
+    assert origin == f"shipped for {E5_SMALL}"

@@ -124,7 +124,10 @@ def test_the_mcp_result_names_an_unknown_type(mixed_store: Store) -> None:
 def test_the_cli_warns_on_stderr_and_exits_0(
     mixed_store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("ragbrain.embeddings.default_embeddings", BagOfWordsEmbeddings)
+    # The CLI reads a store with the model the store records: here the fake one.
+    monkeypatch.setattr(
+        "ragbrain.store.collection._recorded_embeddings", lambda *_: BagOfWordsEmbeddings()
+    )
     store = mixed_store.location
     runner = CliRunner()
     result = runner.invoke(

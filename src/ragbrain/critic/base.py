@@ -38,3 +38,28 @@ def threshold_label(critic: Critic, threshold: float) -> str:
     distance`` when the critic reads the hits' distances (``TransformerCritic.uses_distance``)."""
     with_distance = ", with distance" if getattr(critic, "uses_distance", False) else ""
     return f"threshold {threshold:.3f}{with_distance}"
+
+
+def keep_across_languages(
+    embedding_model: str | None, query: str, passages: Sequence[str], scores: list[float]
+) -> list[float]:
+    """``scores`` with every passage in another language than ``query`` set to 1.0 (kept),
+    when the store's ``embedding_model`` reads every language.
+
+    The shipped critic judges through all-MiniLM-L6-v2's English vocabulary and word-overlap
+    features (BM25, IDF overlap); across languages they are all blind, so it would drop every
+    hit that a multilingual model found in another language. It abstains there instead. Over
+    an English-only model's store such hits are noise and are judged (dropped) as before.
+    """
+    from ragbrain.embeddings import MODEL_READS
+    from ragbrain.lexical.tokens import detect_language
+
+    if embedding_model not in MODEL_READS or MODEL_READS[embedding_model] is not None:
+        return scores
+    asked = detect_language(query)
+    if asked == "none":
+        return scores
+    return [
+        1.0 if detect_language(passage[:400]) not in (asked, "none") else score
+        for passage, score in zip(passages, scores, strict=True)
+    ]

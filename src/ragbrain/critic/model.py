@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ragbrain.critic.base import keep_across_languages
 from ragbrain.critic.combiner import combine
 from ragbrain.critic.features import LexicalFeatures, list_columns
 from ragbrain.critic.folder import (
@@ -95,6 +96,7 @@ class TransformerCritic:
         return str(layer["embedding_model"]) if layer else None
 
     def _use_layer(self, embedding_model: str | None) -> None:
+        self.embedding_model = embedding_model
         self.uses_distance = embedding_model is not None and embedding_model == self.distance_model
         source: dict[str, Any] = (
             self.calibration[WITH_DISTANCE] if self.uses_distance else self.calibration
@@ -104,7 +106,9 @@ class TransformerCritic:
 
     def for_model(self, embedding_model: str | None) -> TransformerCritic:
         """This critic (sharing its model) judging distances of ``embedding_model``: with its
-        distance layer and threshold when it learned that model's distances, else without."""
+        distance layer and threshold when it learned that model's distances, else without.
+        Bound to a model that reads every language (multilingual-e5-small), it keeps the
+        hits in another language than the query unjudged (``keep_across_languages``)."""
         bound = copy.copy(self)
         bound._use_layer(embedding_model)
         return bound
@@ -223,12 +227,12 @@ class TransformerCritic:
         if not passages:
             return []
         if self.combiner is not None:
-            return self.combined(self.inputs(query, passages), distances)
-        if self.activation == "sigmoid":
-            probs = self.logits(query, passages)[:, 0].sigmoid()
+            scores = self.combined(self.inputs(query, passages), distances)
+        elif self.activation == "sigmoid":
+            scores = _finite(self.logits(query, passages)[:, 0].sigmoid())
         else:
-            probs = self.logits(query, passages).softmax(dim=-1)[:, 1]
-        return _finite(probs)
+            scores = _finite(self.logits(query, passages).softmax(dim=-1)[:, 1])
+        return keep_across_languages(self.embedding_model, query, passages, scores)
 
     def combined(self, x: torch.Tensor, distances: Sequence[float] | None = None) -> list[float]:
         """``score`` from already computed ``inputs`` rows (one query's list): the layer in

@@ -29,7 +29,7 @@ ENGLISH_ONLY = ("en", "none")
 #: mostly Latin letters, yet an English-only model cannot read the question. Other scripts
 #: count only as the main one, so a Greek letter in a scientific claim (TNF-alpha written
 #: with the letter) changes nothing.
-ALWAYS_COUNTED: tuple[Language, ...] = ("ja", "th")
+ALWAYS_COUNTED: tuple[Language, ...] = ("ja", "zh", "th", "ar")
 
 
 def rrf(
@@ -94,15 +94,17 @@ def dense_trusted(store: Store, query: str, languages: Sequence[str] | None) -> 
         query: Its main script, and Japanese or Thai wherever they appear
             (``ALWAYS_COUNTED``), must be languages the model reads.
         languages: Query languages the embedding model reads (``script_counts`` names);
-            None means: only English (and text without letters) for the English-only default
-            model, every language for any other model.
+            None means what the store's model reads (``ragbrain.embeddings.MODEL_READS``:
+            English and text without letters for all-MiniLM-L6-v2, every language for
+            multilingual-e5-small and for any model not listed).
     """
     if languages is None:
-        from ragbrain.embeddings import DEFAULT_EMBEDDING_MODEL, model_name_of
+        from ragbrain.embeddings import model_name_of, model_reads
 
-        if model_name_of(store.embeddings) != DEFAULT_EMBEDDING_MODEL:
+        read = model_reads(model_name_of(store.embeddings))
+        if read is None:
             return True
-        languages = ENGLISH_ONLY
+        languages = read
     counts = script_counts(query)
     main: Language = counts.most_common(1)[0][0] if counts else "none"
     present = {main, *(script for script in ALWAYS_COUNTED if counts[script])}

@@ -111,7 +111,8 @@ class RagbrainService:
                 missing store is created on first use.
             critic: As for ``CorrectiveRetriever.from_store``; a critic that fails to load is
                 turned off (and the trace says why) rather than stopping the server.
-            embeddings: Any LangChain ``Embeddings``; None is the bundled all-MiniLM-L6-v2.
+            embeddings: Any LangChain ``Embeddings``; None is the model the store records
+                (``ragbrain.embeddings.embeddings_for``; all-MiniLM-L6-v2 for a new store).
             watch: Keep the allowed folders in step with the store from a background
                 thread (``start_watching``), as ``ragbrain watch`` does.
             debounce: Seconds of quiet that end a burst of saves (with ``watch``).
@@ -163,16 +164,11 @@ class RagbrainService:
             if self._loaded is not None:
                 return self._loaded
             started = time.perf_counter()
-            embeddings = self._embeddings
-            if embeddings is None:
-                from ragbrain.embeddings import default_embeddings
-
-                embeddings = default_embeddings()
             # One store for the tools and the retriever's graph, built as open_graph builds
             # it (lexical index, calibrated gate, critic): a note that remember or ingest
             # writes is seen by the next search (a second client on the same folder would
-            # not see it).
-            store = Store.open(self.store_path, embeddings, create=bool(self.allowed))
+            # not see it). With no embeddings given, the model the store records.
+            store = Store.open(self.store_path, self._embeddings, create=bool(self.allowed))
             critic, off_reason = resolve_critic(self._critic_choice, "disable")
             from ragbrain.lexical.sync import LexicalSearcher
 

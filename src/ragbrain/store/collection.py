@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from ragbrain.embeddings import EMBEDDING_CHOICES, embeddings_for, model_name_of
 from ragbrain.errors import StoreMismatchError, StoreNotFoundError
 from ragbrain.store.keys import BATCH, COLLECTION, DIMENSION_KEY, MODEL_KEY
 from ragbrain.store.resilience import StorePolicy, call
@@ -13,6 +14,7 @@ from ragbrain.store.resilience import StorePolicy, call
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
     from chromadb.api.models.Collection import Collection
+    from langchain_core.embeddings import Embeddings
 
 log = logging.getLogger(__name__)
 
@@ -22,30 +24,33 @@ def open_collection(
     where: str,
     hint: str,
     *,
-    model: str,
-    dimension: int,
+    embeddings: Embeddings | None,
     create: bool,
     convert_space: bool,
     policy: StorePolicy,
-) -> Collection:
-    """The ragbrain collection behind ``client``, checked (and with ``create``, made).
+) -> tuple[Collection, Embeddings]:
+    """The ragbrain collection behind ``client``, checked (and with ``create``, made), and
+    the embeddings that read it.
 
     Args:
         client: The Chroma client (``connect``).
         where: The folder or server, for messages.
         hint: The CLI option that names it (``--store DIR``), for messages.
-        model: The embedding model's name, recorded in a new collection and checked.
-        dimension: The model's vector size, recorded in a new collection and checked.
+        embeddings: The model that embeds chunks and queries; None loads the model the
+            collection records (``embeddings_for``), or for a new one the default.
         create: Create the collection if it is missing.
         convert_space: Copy a collection of another distance space into a cosine one.
         policy: Deadline and retries of each Chroma call.
 
     Raises:
         StoreNotFoundError: No collection there and ``create`` is false.
-        StoreMismatchError: Another distance space (without ``convert_space``) or dimension.
+        StoreMismatchError: Another distance space (without ``convert_space``) or dimension,
+            another model ragbrain knows by name, or (``embeddings`` None) a model it cannot
+            load.
     """
+    existing: Collection | None
     try:
-        collection = call(
+        existing = call(
             policy,
             f"Opening the collection at {where}",
             lambda: client.get_collection(COLLECTION, embedding_function=None),
@@ -56,6 +61,14 @@ def open_collection(
                 f"{where} holds no ragbrain collection. Create one with "
                 f"`ragbrain ingest NOTES_DIR {hint}`."
             ) from None
+        existing = None
+    if embeddings is None:
+        embeddings = _recorded_embeddings(existing, where)
+    dimension = len(embeddings.embed_query("dimension probe"))
+    model = model_name_of(embeddings)
+    if existing is not None:
+        collection = existing
+    else:
         collection = call(
             policy,
             f"Creating the collection at {where}",
@@ -80,12 +93,32 @@ def open_collection(
             f"Converting the collection at {where}",
             lambda: convert_to_cosine(client, old, model, dimension),
         )
+    checked = collection
     call(
         policy,
         f"Checking the collection at {where}",
-        lambda: check_dimension(collection, where, model, dimension),
+        lambda: check_dimension(checked, where, model, dimension),
     )
-    return collection
+    return collection, embeddings
+
+
+def _recorded_embeddings(collection: Collection | None, where: str) -> Embeddings:
+    """The embeddings of the model a collection records (the default for a new store)."""
+    recorded = None if collection is None else (collection.metadata or {}).get(MODEL_KEY)
+    if recorded is not None and recorded not in EMBEDDING_CHOICES.values():
+        raise StoreMismatchError(
+            f"The store in {where} was built with {recorded!r}, which ragbrain cannot load by "
+            "name: pass the same embeddings object (Python: Store.open(path, embeddings))."
+        )
+    return embeddings_for(None if recorded is None else str(recorded))
+
+
+def _known_model(name: object) -> bool:
+    return name in EMBEDDING_CHOICES.values()
+
+
+def _choice_of(name: str) -> str:
+    return next((key for key, value in EMBEDDING_CHOICES.items() if value == name), name)
 
 
 def space(collection: Collection) -> str:
@@ -108,7 +141,17 @@ def check_dimension(collection: Collection, folder: str, model: str, dimension: 
             f"(model {meta.get(MODEL_KEY, 'unknown')!r}) but {model!r} makes {dimension}-"
             "dimensional ones. Use the model the store was built with, or ingest into a new store."
         )
-    if meta.get(MODEL_KEY) not in (None, model):
+    recorded = meta.get(MODEL_KEY)
+    if recorded not in (None, model) and _known_model(recorded) and _known_model(model):
+        choice = _choice_of(str(recorded))
+        raise StoreMismatchError(
+            f"The store in {folder} was built with {recorded!r}; its distances mean nothing "
+            f"to {model!r} (the same dimension does not make them comparable). Open it "
+            f"without choosing a model (readers use the store's), keep ingesting with "
+            f"`--embedding {choice}`, or re-embed the notes into a new store: "
+            f"`ragbrain ingest NOTES_DIR --embedding {_choice_of(model)} --store NEW_STORE`."
+        )
+    if recorded not in (None, model):
         log.warning(
             "The store in %s was built with %r, queried with %r (same dimension).",
             folder,

@@ -104,7 +104,7 @@ class Store:
     def open(
         cls,
         path: str | Path | None,
-        embeddings: Embeddings,
+        embeddings: Embeddings | None = None,
         *,
         create: bool = False,
         convert_space: bool = False,
@@ -115,7 +115,8 @@ class Store:
 
         Args:
             path: The store folder; None means ``default_store_path()``. Ignored with ``server``.
-            embeddings: The model that embeds chunks and queries.
+            embeddings: The model that embeds chunks and queries; None loads the model the
+                store records (``embeddings_for``), or for a new store the default.
             create: Create the folder and a cosine collection if they are missing.
             convert_space: Copy a collection of another distance space into a cosine one
                 instead of refusing it.
@@ -125,19 +126,19 @@ class Store:
 
         Raises:
             StoreNotFoundError: No store there and ``create`` is false.
-            StoreMismatchError: The collection's space is not cosine, or its vectors have
-                another dimension than ``embeddings`` produces.
+            StoreMismatchError: The collection's space is not cosine, its vectors have
+                another dimension than ``embeddings`` produces, it was built with another
+                model ragbrain knows by name, or (``embeddings`` None) with one it cannot load.
             StoreUnavailableError: The server could not be reached within the deadline.
         """
         policy = policy or StorePolicy()
         client, where, folder = connect(path, server, policy, create=create)
         hint = f"--server {server}" if server else f"--store {where}"
-        collection = open_collection(
+        collection, embeddings = open_collection(
             client,
             where,
             hint,
-            model=model_name_of(embeddings),
-            dimension=len(embeddings.embed_query("dimension probe")),
+            embeddings=embeddings,
             create=create,
             convert_space=convert_space,
             policy=policy,
