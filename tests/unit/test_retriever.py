@@ -156,6 +156,21 @@ def test_what_the_critic_keeps_may_raise_the_depth(fake_store: Store) -> None:
     assert (fixed["candidates"], len(fixed["documents"])) == (3, 3)
 
 
+class _AtTheCut:
+    """A critic that passes every chunk exactly at its threshold: kept, with no evidence."""
+
+    threshold = 0.5
+
+    def score(self, query: str, passages: Any, distances: Any = None) -> list[float]:
+        return [self.threshold] * len(passages)
+
+
+def test_a_pass_at_the_cut_never_raises_the_depth(fake_store: Store) -> None:
+    out = CorrectiveRetriever(graph=build_graph(fake_store, _AtTheCut())).run("redis cache")
+    assert out["depth"] == 5 and len(out["documents"]) == 5
+    assert out["answerable"] is True
+
+
 class NaNCritic:
     threshold = 0.0
 

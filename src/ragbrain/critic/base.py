@@ -41,15 +41,21 @@ def threshold_label(critic: Critic, threshold: float) -> str:
 
 
 def keep_across_languages(
-    embedding_model: str | None, query: str, passages: Sequence[str], scores: list[float]
+    embedding_model: str | None,
+    query: str,
+    passages: Sequence[str],
+    scores: list[float],
+    unjudged: float = 1.0,
 ) -> list[float]:
-    """``scores`` with every passage in another language than ``query`` set to 1.0 (kept),
-    when the store's ``embedding_model`` reads every language.
+    """``scores`` with every passage in another language than ``query`` set to ``unjudged``
+    (the critic's threshold: kept, but with no evidence for it), when the store's
+    ``embedding_model`` reads every language.
 
     The shipped critic judges through all-MiniLM-L6-v2's English vocabulary and word-overlap
     features (BM25, IDF overlap); across languages they are all blind, so it would drop every
     hit that a multilingual model found in another language. It abstains there instead. Over
     an English-only model's store such hits are noise and are judged (dropped) as before.
+    A score of exactly the threshold never raises the depth (``nodes.critic``).
     """
     from ragbrain.embeddings import MODEL_READS
     from ragbrain.lexical.tokens import detect_language
@@ -60,6 +66,6 @@ def keep_across_languages(
     if asked == "none":
         return scores
     return [
-        1.0 if detect_language(passage[:400]) not in (asked, "none") else score
+        unjudged if detect_language(passage[:400]) not in (asked, "none") else score
         for passage, score in zip(passages, scores, strict=True)
     ]

@@ -232,7 +232,9 @@ class TransformerCritic:
             scores = _finite(self.logits(query, passages)[:, 0].sigmoid())
         else:
             scores = _finite(self.logits(query, passages).softmax(dim=-1)[:, 1])
-        return keep_across_languages(self.embedding_model, query, passages, scores)
+        return keep_across_languages(
+            self.embedding_model, query, passages, scores, unjudged=self.threshold
+        )
 
     def combined(self, x: torch.Tensor, distances: Sequence[float] | None = None) -> list[float]:
         """``score`` from already computed ``inputs`` rows (one query's list): the layer in

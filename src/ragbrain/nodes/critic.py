@@ -102,11 +102,16 @@ def make_critic_filter(critic: Critic | None, off_reason: str = "no critic confi
             texts, distances = [hit["text"] for hit in hits], [hit["distance"] for hit in hits]
             scores = critic.score(state["query"], texts, distances) if hits else []
             status = f"on ({threshold_label(critic, threshold)})"
-            documents = [
-                _document(hit, score, state, status)
+            kept = [
+                (hit, score)
                 for hit, score, keep in zip(hits, scores, keep_mask(scores, threshold), strict=True)
                 if keep
             ]
+            # Past the depth, only chunks the critic scored above its cut are handed over: its
+            # evidence raises the depth, a pass it gave without judging (at the cut) does not.
+            depth = state["depth"]
+            kept = kept[:depth] + [(hit, s) for hit, s in kept[depth:] if s > threshold]
+            documents = [_document(hit, score, state, status) for hit, score in kept]
             answerable, reason = abstention(hits, scores, len(documents), threshold)
             dropped = len(hits) - len(documents)
             note = f"critic {status}: kept {len(documents)}, dropped {dropped} of {len(hits)}"
