@@ -108,3 +108,25 @@ def test_a_store_made_on_one_backend_opens_on_the_other(
     assert store.embedding_model == tiny.name
     hits = store.search("the quick brown fox", k=3)
     assert len(hits) == 3
+
+
+def test_critic_scores_agree_on_both_backends(tmp_path: Path) -> None:
+    from ragbrain.critic import TransformerCritic
+    from tests.support.critic_folders import make_critic
+
+    folder = make_critic(tmp_path / "critic")
+    passages = [text * 3 for text in TEXTS[:3]] + ["brown fox", "a dog in paris"]
+    torch_critic = TransformerCritic(folder, backend="torch")
+    onnx_critic = TransformerCritic(folder, backend="onnx")
+    assert onnx_critic.onnx is not None and torch_critic.onnx is None
+    np.testing.assert_allclose(
+        onnx_critic.logits("brown fox", passages).numpy(),
+        torch_critic.logits("brown fox", passages).numpy(),
+        atol=0.05,
+    )
+    np.testing.assert_allclose(
+        onnx_critic.score("brown fox", passages),
+        torch_critic.score("brown fox", passages),
+        atol=0.02,
+    )
+    assert onnx_critic.lexical("fox", passages).equal(torch_critic.lexical("fox", passages))
