@@ -29,13 +29,15 @@ from ragbrain.extras import require
 from ragbrain.onnx_cache import cached_export, source_key
 
 INT8_FILE = "model_int8.onnx"
-QUANTIZATION = {
+#: Dynamic int8 for the embedding models: weights QInt8 per channel, activations QUInt8 at
+#: full range (AVX-512 VNNI needs no reduced range), the feed-forward output MatMuls kept fp32.
+QUANTIZATION: dict[str, Any] = {
     "weights": "QInt8",
     "activations": "QUInt8 (dynamic)",
     "per_channel": True,
     "reduce_range": False,
     "operators": ["MatMul"],
-    "fp32": "feed-forward output MatMuls (their GELU inputs quantize poorly)",
+    "ffn_output_fp32": True,
     "target": "avx512_vnni",
 }
 OPSET = 17
@@ -62,8 +64,9 @@ def session(path: Path) -> Any:
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-def quantize(fp32: Path, int8: Path) -> None:
-    """Dynamic int8 quantization of ``fp32`` into ``int8`` (``QUANTIZATION``)."""
+def quantize(fp32: Path, int8: Path, config: dict[str, Any] = QUANTIZATION) -> None:
+    """Dynamic int8 quantization of ``fp32`` into ``int8`` as ``config`` says (keys of
+    ``QUANTIZATION``)."""
     onnx = require("onnx", extra="onnx", feature=FEATURE)
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -73,11 +76,15 @@ def quantize(fp32: Path, int8: Path) -> None:
         quantize_dynamic(
             fp32,
             int8,
-            op_types_to_quantize=QUANTIZATION["operators"],
-            per_channel=True,
-            reduce_range=False,
+            op_types_to_quantize=config["operators"],
+            per_channel=config["per_channel"],
+            reduce_range=config["reduce_range"],
             weight_type=QuantType.QInt8,
-            nodes_to_exclude=[node.name for node in graph.node if _ffn_output(node.name)],
+            nodes_to_exclude=[
+                node.name
+                for node in graph.node
+                if config["ffn_output_fp32"] and _ffn_output(node.name)
+            ],
         )
     finally:
         logging.disable(logging.NOTSET)

