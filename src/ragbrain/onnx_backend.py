@@ -26,7 +26,7 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 
 from ragbrain.extras import require
-from ragbrain.onnx_cache import cached_export, source_key
+from ragbrain.onnx_cache import OnnxExportError, cached_export, source_key
 
 INT8_FILE = "model_int8.onnx"
 #: Dynamic int8 for the embedding models: weights QInt8 per channel, activations QUInt8 at
@@ -41,6 +41,8 @@ QUANTIZATION: dict[str, Any] = {
     "target": "avx512_vnni",
 }
 OPSET = 17
+#: The model inputs and the ``tokenizers.Encoding`` fields that fill them.
+FIELDS = {"input_ids": "ids", "attention_mask": "attention_mask", "token_type_ids": "type_ids"}
 FEATURE = "The ONNX backend (RAGBRAIN_BACKEND=onnx)"
 
 
@@ -109,8 +111,6 @@ def pooling_mode(folder: Path) -> str:
     Raises:
         OnnxExportError: The folder pools otherwise (max, weighted, ...).
     """
-    from ragbrain.onnx_cache import OnnxExportError
-
     modules = (
         json.loads((folder / "modules.json").read_text(encoding="utf-8"))
         if (folder / "modules.json").is_file()
@@ -127,12 +127,13 @@ def pooling_mode(folder: Path) -> str:
     return "mean"
 
 
-def max_length(folder: Path, tokenizer: Any, config: Any) -> int:
+def max_length(folder: Path, tokenizer: Any) -> int:
     """The model's window: ``sentence_bert_config.json``'s ``max_seq_length``, else the
     smaller of the tokenizer's and the position table's."""
     if (length := _json(folder / "sentence_bert_config.json").get("max_seq_length")) is not None:
         return int(length)
-    return int(min(tokenizer.model_max_length, config.max_position_embeddings))
+    positions = int(_json(folder / "config.json").get("max_position_embeddings", 512))
+    return int(min(tokenizer.model_max_length, positions))
 
 
 def _export_embedding(folder: Path, mode: str) -> Any:
@@ -231,7 +232,7 @@ class OnnxEmbeddings(Embeddings):
         query_prompt: str = "",
         passage_prompt: str = "",
     ) -> None:
-        """Export (first time) and load the model of ``folder``.
+        """Export (the first time) and load the model of ``folder``.
 
         Args:
             folder: A sentence-transformers model folder.
@@ -254,9 +255,7 @@ class OnnxEmbeddings(Embeddings):
         self.session = session(self.export_folder / INT8_FILE)
         self.input_names = [item.name for item in self.session.get_inputs()]
         tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=True)
-        config = _json(source / "config.json")
-        window = max_length(source, tokenizer, _Config(config))
-        self.tokenizer = _engine(tokenizer, window)
+        self.tokenizer = _engine(tokenizer, max_length(source, tokenizer))
 
     def _encode(self, texts: Sequence[str]) -> list[list[float]]:
         import numpy as np
@@ -266,13 +265,8 @@ class OnnxEmbeddings(Embeddings):
         for start in range(0, len(order), self.batch_size):
             batch = order[start : start + self.batch_size]
             encodings = self.tokenizer.encode_batch([texts[i] for i in batch])
-            fields = {
-                "input_ids": "ids",
-                "attention_mask": "attention_mask",
-                "token_type_ids": "type_ids",
-            }
             feed = {
-                name: np.array([getattr(e, fields[name]) for e in encodings], dtype=np.int64)
+                name: np.array([getattr(e, FIELDS[name]) for e in encodings], dtype=np.int64)
                 for name in self.input_names
             }
             vectors = self.session.run(None, feed)[0]
@@ -289,13 +283,6 @@ class OnnxEmbeddings(Embeddings):
     def embed_query(self, text: str) -> list[float]:
         """The normalized vector of one query (``query_prompt`` first)."""
         return self._encode([self.query_prompt + text])[0]
-
-
-class _Config:
-    """The two numbers ``max_length`` reads from a model's ``config.json``."""
-
-    def __init__(self, config: dict[str, Any]) -> None:
-        self.max_position_embeddings = int(config.get("max_position_embeddings", 512))
 
 
 def _engine(tokenizer: Any, window: int) -> Any:
