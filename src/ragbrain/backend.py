@@ -3,7 +3,6 @@ model folder on it (the one seam every embedding model goes through)."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,24 +14,19 @@ if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
 BACKENDS = ("torch", "onnx")
-
-
-def onnx_available() -> bool:
-    """Whether ONNX Runtime and onnx (the ``onnx`` extra) are installed."""
-    return all(importlib.util.find_spec(name) is not None for name in ("onnxruntime", "onnx"))
+DEFAULT_BACKEND = "torch"
 
 
 def backend_setting() -> str:
-    """``$RAGBRAIN_BACKEND``: ``torch`` or ``onnx``; unset or empty, ``onnx`` where the
-    ``onnx`` extra is installed (int8, measured faster at the same quality: docs/onnx.md),
-    else ``torch``.
+    """``$RAGBRAIN_BACKEND``: ``torch`` or ``onnx``; unset or empty, ``torch`` (``onnx`` is
+    2x faster but missed two quality checks by a little: docs/onnx.md).
 
     Raises:
         InvalidInputError: The variable holds anything else.
     """
     value = os.environ.get(BACKEND_ENV, "").strip().lower()
     if not value:
-        return "onnx" if onnx_available() else "torch"
+        return DEFAULT_BACKEND
     if value not in BACKENDS:
         raise InvalidInputError(
             f"{BACKEND_ENV}={os.environ[BACKEND_ENV]!r} is not a backend: use one of "

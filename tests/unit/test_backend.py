@@ -1,4 +1,4 @@
-"""RAGBRAIN_BACKEND: torch or onnx; unset picks onnx where its extra is installed."""
+"""RAGBRAIN_BACKEND: torch or onnx (unset: torch); anything else is refused."""
 
 from __future__ import annotations
 
@@ -6,31 +6,20 @@ from pathlib import Path
 
 import pytest
 
-from ragbrain import backend
 from ragbrain.backend import backend_setting, load_embeddings
 from ragbrain.errors import InvalidInputError, MissingExtraError
 
 
 @pytest.mark.parametrize(
-    ("value", "available", "expected"),
-    [
-        (None, True, "onnx"),
-        (None, False, "torch"),
-        ("", True, "onnx"),
-        ("torch", True, "torch"),
-        ("ONNX", False, "onnx"),
-        (" onnx ", True, "onnx"),
-    ],
-    ids=["unset with extra", "unset without extra", "empty", "torch", "upper case", "spaces"],
+    ("value", "expected"),
+    [(None, "torch"), ("", "torch"), ("torch", "torch"), ("ONNX", "onnx"), (" onnx ", "onnx")],
+    ids=["unset", "empty", "torch", "upper case", "spaces"],
 )
-def test_backend_setting(
-    value: str | None, available: bool, expected: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_backend_setting(value: str | None, expected: str, monkeypatch: pytest.MonkeyPatch) -> None:
     if value is None:
         monkeypatch.delenv("RAGBRAIN_BACKEND", raising=False)
     else:
         monkeypatch.setenv("RAGBRAIN_BACKEND", value)
-    monkeypatch.setattr(backend, "onnx_available", lambda: available)
     assert backend_setting() == expected
 
 
