@@ -15,8 +15,9 @@ per-pair ratios. What it measures:
   queries of the split; the critic's keep/drop decisions and score gaps on the top-10 lists;
 - quality: nDCG@10 of dense search (exact, numpy) with each backend's vectors.
 
-The corpus is subsampled honestly: every document judged for the split's queries plus a
-seeded random sample of the rest, up to ``--docs`` (say so when you quote it).
+The corpus is subsampled honestly, the same for both backends: the documents judged for the
+split's queries (a seeded sample of them when they are more than ``--docs``), then a seeded
+sample of the rest, ``--docs`` in all (say so when you quote it).
 
     python -m benchmarks.onnx_speed [--data ../shared/data/scifact] [--split test] [--docs 2000]
 """
@@ -54,11 +55,14 @@ def cold_start(backend: str) -> float:
 
 
 def sample_corpus(split: Any, size: int, seed: int = 0) -> list[Any]:
-    """Every judged document, then a seeded sample of the others, up to ``size``."""
-    judged = {d for docs in split.qrels.values() for d in docs}
-    others = sorted(set(split.corpus) - judged)
+    """Judged documents first, then a seeded sample of the others, ``size`` in all (when the
+    judged ones alone are more, a seeded sample of them: both backends search the same)."""
+    judged = sorted({d for docs in split.qrels.values() for d in docs})
+    if len(judged) > size:
+        judged = sorted(random.Random(seed).sample(judged, size))
+    others = sorted(set(split.corpus) - set(judged))
     random.Random(seed).shuffle(others)
-    ids = sorted(judged) + others[: max(0, size - len(judged))]
+    ids = judged + others[: max(0, size - len(judged))]
     return [split.corpus[i] for i in ids]
 
 
@@ -220,8 +224,8 @@ def main() -> None:  # noqa: PLR0915 (one measurement after another, in one plac
     )
     md = f"""# torch fp32 vs ONNX Runtime int8 ({split.name} {args.split})
 
-{len(docs)} of {len(split.corpus)} documents (all judged ones + a seeded sample), {len(qids)}
-queries; both backends interleaved in one process. Passage speed-up, median of the pairs of
+{len(docs)} of {len(split.corpus)} documents (judged ones first, then a seeded sample),
+{len(qids)} queries; both backends interleaved in one process. Passage speed-up, median of the pairs of
 slices: {r["passage_speedup_median"]:.2f}x; nDCG@10 onnx - torch:
 {quality["onnx"] - quality["torch"]:+.4f}.
 
