@@ -225,8 +225,8 @@ def main() -> None:  # noqa: PLR0915 (one measurement after another, in one plac
     md = f"""# torch fp32 vs ONNX Runtime int8 ({split.name} {args.split})
 
 {len(docs)} of {len(split.corpus)} documents (judged ones first, then a seeded sample),
-{len(qids)} queries; both backends interleaved in one process. Passage speed-up, median of the pairs of
-slices: {r["passage_speedup_median"]:.2f}x; nDCG@10 onnx - torch:
+{len(qids)} queries; both backends interleaved in one process. Passage speed-up, median of
+the pairs of slices: {r["passage_speedup_median"]:.2f}x; nDCG@10 onnx - torch:
 {quality["onnx"] - quality["torch"]:+.4f}.
 
 | measure | torch | onnx int8 | onnx / torch |
