@@ -13,6 +13,8 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ragbrain.backend import backend_setting, load_embeddings
+
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
@@ -51,18 +53,11 @@ def minilm_path() -> Path:
 def default_embeddings() -> Embeddings:
     """Load all-MiniLM-L6-v2 once per process (normalized vectors, CPU, no network).
 
-    Queries longer than the model's 256-token window are truncated by sentence-transformers.
+    Queries longer than the model's 256-token window are truncated. ``RAGBRAIN_BACKEND``
+    picks the runtime (``backend_setting``): torch fp32 or ONNX Runtime int8.
     """
     set_offline()
-    from langchain_huggingface import HuggingFaceEmbeddings
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-    return HuggingFaceEmbeddings(
-        model_name=str(minilm_path()),
-        model_kwargs={"device": "cpu"},
-        encode_kwargs={"normalize_embeddings": True, "batch_size": 32},
-    )
+    return load_embeddings(minilm_path(), backend_setting())
 
 
 @cache
@@ -86,15 +81,8 @@ def e5_embeddings() -> Embeddings:
 def e5_embeddings_from(folder: Path) -> Embeddings:
     """multilingual-e5-small from a converted folder (``e5_embeddings`` finds the cached one)."""
     set_offline()
-    from langchain_huggingface import HuggingFaceEmbeddings
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-    return HuggingFaceEmbeddings(
-        model_name=str(folder),
-        model_kwargs={"device": "cpu"},
-        encode_kwargs={"prompt_name": "passage", "normalize_embeddings": True, "batch_size": 32},
-        query_encode_kwargs={"prompt_name": "query", "normalize_embeddings": True},
+    return load_embeddings(
+        folder, backend_setting(), query_prompt="query: ", passage_prompt="passage: "
     )
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragbrain.critic.base import keep_across_languages
+from ragbrain.backend import backend_setting
 from ragbrain.critic.combiner import combine
 from ragbrain.critic.features import LexicalFeatures, list_columns
 from ragbrain.critic.folder import (
@@ -28,6 +29,7 @@ from ragbrain.critic.folder import (
     read_tensors,
     tokenizer_engine,
 )
+from ragbrain.critic.onnx import OnnxCriticModel
 from ragbrain.embeddings import minilm_path, set_offline
 from ragbrain.errors import CriticLoadError
 
@@ -53,7 +55,12 @@ class TransformerCritic:
     """
 
     def __init__(
-        self, folder: str | Path, *, batch_size: int = 32, embedding_model: str | None = None
+        self,
+        folder: str | Path,
+        *,
+        batch_size: int = 32,
+        embedding_model: str | None = None,
+        backend: str | None = None,
     ) -> None:
         """Load and validate a critic folder.
 
@@ -62,10 +69,14 @@ class TransformerCritic:
             batch_size: Pairs per forward pass.
             embedding_model: The model behind the distances ``score`` will get (see
                 ``for_model``); None judges without distances.
+            backend: ``torch`` or ``onnx`` (int8 on ONNX Runtime; see ``ragbrain.backend``);
+                None reads ``RAGBRAIN_BACKEND``.
 
         Raises:
             CriticLoadError: The folder, its weights, config or calibration is missing,
                 corrupt or inconsistent. Nothing is ever unpickled.
+            MissingExtraError: ``onnx`` without ONNX Runtime installed.
+            OnnxExportError: The ONNX export failed.
         """
         set_offline()
         self.folder = Path(folder)
@@ -85,7 +96,11 @@ class TransformerCritic:
         self._pairs = self._engine()
         self._pairs.enable_truncation(self.max_length, strategy="longest_first")
         self.features = self._features() if "combiner" in self.calibration else None
-        if self.calibration.get("quantize") == "int8":
+        self.backend = backend or backend_setting()
+        self.onnx: OnnxCriticModel | None = None
+        if self.backend == "onnx":
+            self.onnx = OnnxCriticModel(self.folder, self.model, self.calibration)
+        elif self.calibration.get("quantize") == "int8":
             self.model = quantized(self.model)
         self._use_layer(embedding_model)
 
@@ -178,7 +193,10 @@ class TransformerCritic:
             for start in range(0, len(passage_encodings), self.batch_size):
                 chunk = passage_encodings[start : start + self.batch_size]
                 batch = self.pair_batch(query_encoding, chunk)
-                outputs.append(self.model(**batch).logits.float())
+                if self.onnx is not None:
+                    outputs.append(self.onnx.logits(batch))
+                else:
+                    outputs.append(self.model(**batch).logits.float())
         return torch.cat(outputs) if outputs else torch.empty(0, 1)
 
     def _lexical(self, query_encoding: Any, passage_encodings: Sequence[Any]) -> torch.Tensor:

@@ -333,7 +333,7 @@ def recalibrate(
         NoTrainingDataError: No list holds a relevant chunk.
     """
     check_destination(folder, out)
-    critic = TransformerCritic(folder)
+    critic = TransformerCritic(folder, backend="torch")  # fit_layers runs its torch model
     if critic.features is None:
         raise CriticLoadError(f"{folder}: has no logistic layer to recalibrate.")
     if not any(c.relevant for item in lists for c in item.candidates):

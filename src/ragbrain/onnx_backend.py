@@ -1,0 +1,297 @@
+"""Sentence-embedding models on ONNX Runtime, int8: exported once from the installed weights.
+
+A sentence-transformers folder (a BERT-like ``transformers`` model with its tokenizer and
+pooling config, e.g. all-MiniLM-L6-v2 or multilingual-e5-small) is exported with its
+pooling to ONNX, quantized dynamically to int8 (weights int8 per channel, activations
+uint8, the layout that AVX-512 VNNI runs fastest) and kept in the cache (see
+``ragbrain.onnx_cache``). ``OnnxEmbeddings`` then tokenizes with the model's own fast
+tokenizer, batches by length as sentence-transformers does, and returns normalized vectors.
+
+sentence-transformers' own ONNX path (``backend="onnx"``) needs optimum-onnx, whose only
+release requires transformers < 4.58; ragbrain runs on transformers 5, so the export is done
+here with ``torch.onnx`` and ``onnxruntime.quantization``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import os
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+
+from ragbrain.extras import require
+from ragbrain.onnx_cache import OnnxExportError, cached_export, source_key
+
+INT8_FILE = "model_int8.onnx"
+#: Dynamic int8 for the embedding models: weights QInt8 per channel, activations QUInt8 at
+#: full range (AVX-512 VNNI needs no reduced range), the feed-forward output MatMuls kept fp32.
+QUANTIZATION: dict[str, Any] = {
+    "weights": "QInt8",
+    "activations": "QUInt8 (dynamic)",
+    "per_channel": True,
+    "reduce_range": False,
+    "operators": ["MatMul"],
+    "ffn_output_fp32": True,
+    "target": "avx512_vnni",
+}
+OPSET = 17
+#: The model inputs and the ``tokenizers.Encoding`` fields that fill them.
+FIELDS = {"input_ids": "ids", "attention_mask": "attention_mask", "token_type_ids": "type_ids"}
+FEATURE = "The ONNX backend (RAGBRAIN_BACKEND=onnx)"
+
+
+def runtime() -> Any:
+    """The ``onnxruntime`` module, or a clear error naming the extra and the setting.
+
+    Raises:
+        MissingExtraError: ONNX Runtime is not installed.
+    """
+    return require("onnxruntime", extra="onnx", feature=FEATURE)
+
+
+def session(path: Path) -> Any:
+    """An ONNX Runtime CPU session for ``path``, using every core this process may run on."""
+    ort = runtime()
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.intra_op_num_threads = len(os.sched_getaffinity(0))
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def quantize(fp32: Path, int8: Path, config: dict[str, Any] = QUANTIZATION) -> None:
+    """Dynamic int8 quantization of ``fp32`` into ``int8`` as ``config`` says (keys of
+    ``QUANTIZATION``)."""
+    onnx = require("onnx", extra="onnx", feature=FEATURE)
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    graph = onnx.load(str(fp32), load_external_data=False).graph
+    logging.disable(logging.WARNING)  # the quantizer logs advice on the root logger
+    try:
+        quantize_dynamic(
+            fp32,
+            int8,
+            op_types_to_quantize=config["operators"],
+            per_channel=config["per_channel"],
+            reduce_range=config["reduce_range"],
+            weight_type=QuantType.QInt8,
+            nodes_to_exclude=[
+                node.name
+                for node in graph.node
+                if config["ffn_output_fp32"] and _ffn_output(node.name)
+            ],
+        )
+    finally:
+        logging.disable(logging.NOTSET)
+
+
+def _ffn_output(name: str) -> bool:
+    """Whether an exported node is a BERT layer's feed-forward output MatMul (kept fp32: with
+    it int8 too, MiniLM's int8 and fp32 vectors agree to a mean cosine of only 0.993-0.995)."""
+    return name.endswith("/output/dense/MatMul") and "/attention/" not in name
+
+
+def _json(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return data if isinstance(data, dict) else {}
+
+
+def pooling_mode(folder: Path) -> str:
+    """``mean`` or ``cls``: the pooling of a sentence-transformers folder (mean without one).
+
+    Raises:
+        OnnxExportError: The folder pools otherwise (max, weighted, ...).
+    """
+    modules = (
+        json.loads((folder / "modules.json").read_text(encoding="utf-8"))
+        if (folder / "modules.json").is_file()
+        else []
+    )
+    for module in modules:
+        if str(module.get("type", "")).endswith("Pooling"):
+            config = _json(folder / module.get("path", "") / "config.json")
+            if config.get("pooling_mode_mean_tokens"):
+                return "mean"
+            if config.get("pooling_mode_cls_token"):
+                return "cls"
+            raise OnnxExportError(f"{folder}: pooling {config} is not mean or cls.")
+    return "mean"
+
+
+def max_length(folder: Path, tokenizer: Any) -> int:
+    """The model's window: ``sentence_bert_config.json``'s ``max_seq_length``, else the
+    smaller of the tokenizer's and the position table's."""
+    if (length := _json(folder / "sentence_bert_config.json").get("max_seq_length")) is not None:
+        return int(length)
+    positions = int(_json(folder / "config.json").get("max_position_embeddings", 512))
+    return int(min(tokenizer.model_max_length, positions))
+
+
+def _export_embedding(folder: Path, mode: str) -> Any:
+    """A callable that writes the int8 export of ``folder`` into the folder it is given."""
+
+    def export(target: Path) -> dict[str, Any]:
+        import torch
+        from transformers import AutoModel
+
+        model = AutoModel.from_pretrained(folder, local_files_only=True, use_safetensors=True)
+        model.eval()
+        names = ["input_ids", "attention_mask"]
+        if "token_type_ids" in inspect.signature(model.forward).parameters:
+            names.append("token_type_ids")
+
+        class Pooled(torch.nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.model = model
+
+            def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+                hidden: torch.Tensor = self.model(
+                    **dict(zip(names, inputs, strict=True))
+                ).last_hidden_state
+                if mode == "cls":
+                    return hidden[:, 0]
+                mask = inputs[1].unsqueeze(-1).to(hidden.dtype)
+                return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+
+        dummy = tuple(torch.ones(2, 8, dtype=torch.long) for _ in names)
+        fp32 = target / "model_fp32.onnx.tmp"
+        axes = {name: {0: "batch", 1: "tokens"} for name in names}
+        with torch.inference_mode(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the exporter's notes on ops it rewrites
+            torch.onnx.export(
+                Pooled(),
+                dummy,
+                str(fp32),
+                input_names=names,
+                output_names=["sentence_embedding"],
+                dynamic_axes={**axes, "sentence_embedding": {0: "batch"}},
+                opset_version=OPSET,
+                dynamo=False,
+            )
+        quantize(fp32, target / INT8_FILE)
+        fp32.unlink()
+        return {
+            "source": str(folder),
+            "pooling": mode,
+            "inputs": names,
+            "quantization": QUANTIZATION,
+        }
+
+    return export
+
+
+def export_embedding_model(folder: Path) -> Path:
+    """The checked int8 ONNX export of the sentence-transformers model in ``folder``, made on
+    first use (offline, from the folder's safetensors weights) and cached.
+
+    Args:
+        folder: A sentence-transformers model folder.
+
+    Returns:
+        The export folder (``model_int8.onnx`` and ``manifest.json``).
+
+    Raises:
+        MissingExtraError: ONNX Runtime or onnx is not installed.
+        OnnxExportError: The export failed.
+    """
+    runtime()
+    folder = Path(folder)
+    mode = pooling_mode(folder)
+    sources = [p for p in folder.iterdir() if p.suffix in (".json", ".safetensors")]
+    key = source_key(sources, mode, json.dumps(QUANTIZATION, sort_keys=True), str(OPSET))
+    return cached_export(
+        f"{folder.name}-int8-{key}",
+        _export_embedding(folder, mode),
+        what=f"embedding model {folder.name}",
+    )
+
+
+class OnnxEmbeddings(Embeddings):
+    """A LangChain ``Embeddings`` running a sentence-transformers folder's int8 ONNX export.
+
+    ``model_name`` is the source folder, as for ``HuggingFaceEmbeddings``, so the store records
+    the model, not the backend (the two backends' vectors agree to a cosine >= 0.995; see
+    docs/onnx.md).
+    """
+
+    def __init__(
+        self,
+        folder: str | Path,
+        *,
+        batch_size: int = 32,
+        query_prompt: str = "",
+        passage_prompt: str = "",
+    ) -> None:
+        """Export (the first time) and load the model of ``folder``.
+
+        Args:
+            folder: A sentence-transformers model folder.
+            batch_size: Texts per forward pass.
+            query_prompt: Text put before each query (e.g. ``"query: "`` for e5).
+            passage_prompt: Text put before each passage (e.g. ``"passage: "`` for e5).
+
+        Raises:
+            MissingExtraError: ONNX Runtime or onnx is not installed.
+            OnnxExportError: The export failed.
+        """
+        from transformers import AutoTokenizer
+
+        self.model_name = str(folder)
+        self.batch_size = batch_size
+        self.query_prompt = query_prompt
+        self.passage_prompt = passage_prompt
+        source = Path(folder)
+        self.export_folder = export_embedding_model(source)
+        self.session = session(self.export_folder / INT8_FILE)
+        self.input_names = [item.name for item in self.session.get_inputs()]
+        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=True)
+        self.tokenizer = _engine(tokenizer, max_length(source, tokenizer))
+
+    def _encode(self, texts: Sequence[str]) -> list[list[float]]:
+        import numpy as np
+
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        rows: list[Any] = [None] * len(texts)
+        for start in range(0, len(order), self.batch_size):
+            batch = order[start : start + self.batch_size]
+            encodings = self.tokenizer.encode_batch([texts[i] for i in batch])
+            feed = {
+                name: np.array([getattr(e, FIELDS[name]) for e in encodings], dtype=np.int64)
+                for name in self.input_names
+            }
+            vectors = self.session.run(None, feed)[0]
+            norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+            vectors = vectors / np.maximum(norms, 1e-12)
+            for i, vector in zip(batch, vectors, strict=True):
+                rows[i] = vector
+        return [row.tolist() for row in rows]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Normalized vectors of passages (``passage_prompt`` first)."""
+        return self._encode([self.passage_prompt + text for text in texts])
+
+    def embed_query(self, text: str) -> list[float]:
+        """The normalized vector of one query (``query_prompt`` first)."""
+        return self._encode([self.query_prompt + text])[0]
+
+
+def _engine(tokenizer: Any, window: int) -> Any:
+    """The fast tokenizer's engine, truncating to ``window`` and padding to the longest."""
+    from tokenizers import Tokenizer
+
+    engine = Tokenizer.from_str(tokenizer.backend_tokenizer.to_str())
+    engine.enable_truncation(window)
+    engine.enable_padding(
+        pad_id=tokenizer.pad_token_id or 0, pad_token=tokenizer.pad_token or "[PAD]"
+    )
+    return engine
