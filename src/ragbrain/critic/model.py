@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragbrain.critic.base import keep_across_languages
 from ragbrain.backend import backend_setting
+from ragbrain.critic.base import keep_across_languages
 from ragbrain.critic.combiner import combine
 from ragbrain.critic.features import LexicalFeatures, list_columns
 from ragbrain.critic.folder import (
