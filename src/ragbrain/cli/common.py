@@ -1,0 +1,39 @@
+"""What every command shares: the Typer app, the consoles, the store options, one error exit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from ragbrain.errors import InvalidInputError
+
+app = typer.Typer(help="ragbrain: a corrective retriever for your notes.", no_args_is_help=True)
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+StoreOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--store",
+        help="Store folder [default: $RAGBRAIN_STORE or ~/.local/share/ragbrain/store].",
+        show_default=False,
+    ),
+]
+ServerOption = Annotated[
+    str | None,
+    typer.Option(
+        "--server",
+        envvar="RAGBRAIN_SERVER",
+        help="A Chroma server, http://HOST:PORT, instead of --store [env: RAGBRAIN_SERVER].",
+        show_default=False,
+    ),
+]
+
+
+def fail(exc: Exception) -> typer.Exit:
+    """Print ``exc`` as one line on stderr; exit 2 for bad input, 1 otherwise."""
+    err.print(f"[red]error:[/] {exc}", highlight=False)
+    return typer.Exit(2 if isinstance(exc, InvalidInputError | FileNotFoundError) else 1)

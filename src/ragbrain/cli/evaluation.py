@@ -1,0 +1,135 @@
+"""Commands that measure: eval (BEIR data sets) and calibrate (the gate threshold)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from ragbrain.cli.common import StoreOption, app, err, fail, out
+from ragbrain.errors import InvalidInputError, RagbrainError
+
+if TYPE_CHECKING:
+    pass
+
+
+@app.command("eval")
+def eval_(
+    *,
+    data: Annotated[Path, typer.Option("--data", help="A BEIR-layout data set folder.")],
+    split: Annotated[str, typer.Option(help="The qrels split to evaluate.")] = "test",
+    config: Annotated[
+        list[str] | None, typer.Option("--config", help="Only these configurations (repeatable).")
+    ] = None,
+    critic: Annotated[
+        Path | None, typer.Option("--critic", help="Critic folder [default: the shipped one].")
+    ] = None,
+    limit: Annotated[int | None, typer.Option(help="Only the first N queries.")] = None,
+    types: Annotated[
+        int, typer.Option("--types", help="Topic types of the type-filter scenario (0: skip it).")
+    ] = 8,
+    wrong_share: Annotated[float, typer.Option(help="Share of queries given a wrong type.")] = 0.5,
+    out_dir: Annotated[Path, typer.Option("--out", help="Results folder.")] = Path("eval-results"),
+    gate: Annotated[
+        float | None, typer.Option(help="Gate threshold [default: the package default].")
+    ] = None,
+    scenario: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--scenario",
+            help="Also run 'missing-answer': a seeded half of the queries lose every relevant "
+            "document (a store copy); refusal recall and false refusal.",
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the scenarios' draws.")] = 0,
+    lodo: Annotated[
+        Path | None,
+        typer.Option(
+            "--lodo",
+            help="A `python -m benchmarks.lodo` result (lodo.json): run with the critic "
+            "threshold its fold fit without this data set (refused if the fold saw it).",
+        ),
+    ] = None,
+) -> None:
+    """Evaluate the retriever configurations on a BEIR split: quality, behaviour, latency."""
+    from ragbrain.context import RetrievalContext
+    from ragbrain.embeddings import default_embeddings
+    from ragbrain.evaluation.evaluate import EvalOptions, eval_critic, evaluate, stage_reporter
+    from ragbrain.evaluation.report import markdown_table
+
+    options = EvalOptions(
+        split=split,
+        configs=config or None,
+        limit=limit,
+        type_scenario=types > 0,
+        n_types=max(types, 2),
+        wrong_share=wrong_share,
+        seed=seed,
+        missing_answer="missing-answer" in (scenario or []),
+        out=out_dir,
+    )
+    unknown = sorted(set(scenario or []) - {"missing-answer"})
+    if unknown:
+        raise fail(InvalidInputError(f"Unknown scenario(s) {unknown}; known: ['missing-answer']."))
+    try:
+        with stage_reporter(err) as reporter:
+            base = RetrievalContext() if gate is None else RetrievalContext(gate_threshold=gate)
+            if lodo is not None:
+                from dataclasses import replace
+
+                from ragbrain.evaluation.lodo import fold_params
+
+                fitted = fold_params(lodo, data.name)
+                threshold = fitted.get("shipped_layer_threshold")
+                if isinstance(threshold, float):
+                    base = replace(base, critic_threshold=threshold)
+            critic_ = eval_critic(critic)
+            payload = evaluate(data, options, default_embeddings(), critic_, reporter, base=base)
+    except RagbrainError as exc:
+        raise fail(exc) from exc
+    out.print(markdown_table(payload["summary"]), highlight=False)
+    stem = out_dir / f"{payload['dataset']}-{payload['split']}"
+    out.print(f"wrote {stem}.json, {stem}.md, {stem}.png", highlight=False)
+
+
+@app.command()
+def calibrate(
+    *,
+    data: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--data",
+            help="A labelled BEIR-layout folder, DIR or DIR@SPLIT; repeat to pool several.",
+        ),
+    ] = None,
+    split: Annotated[
+        str, typer.Option(help="Labelled split (dev or train) of each --data without @SPLIT.")
+    ] = "train",
+    store: StoreOption = None,
+    samples: Annotated[
+        int, typer.Option(help="Queries (labelled) or chunks (self-supervised) to use.")
+    ] = 300,
+    write: Annotated[bool, typer.Option(help="Write the threshold into --store.")] = True,
+    out_dir: Annotated[Path, typer.Option("--out", help="Results folder.")] = Path("eval-results"),
+) -> None:
+    """Choose the gate threshold: from labelled --data, else self-supervised from --store."""
+    from ragbrain.embeddings import default_embeddings
+    from ragbrain.evaluation.calibrate_run import run_calibration
+    from ragbrain.evaluation.evaluate import stage_reporter
+
+    try:
+        with stage_reporter(err) as reporter:
+            result = run_calibration(
+                data or [],
+                split,
+                store,
+                default_embeddings(),
+                samples=samples,
+                out=out_dir,
+                reporter=reporter,
+                write=write,
+            )
+    except RagbrainError as exc:
+        raise fail(exc) from exc
+    out.print(result.summary(), highlight=False)

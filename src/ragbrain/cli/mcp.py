@@ -1,0 +1,94 @@
+"""`ragbrain mcp`: the retriever as a tool server for AI coding agents."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from ragbrain.cli.common import StoreOption, app, fail
+from ragbrain.errors import InvalidInputError, RagbrainError
+
+if TYPE_CHECKING:
+    pass
+
+
+@app.command()
+def mcp(
+    store: StoreOption = None,
+    allow: Annotated[
+        list[Path] | None,
+        typer.Option("--allow", help="A folder the ingest tool may read (repeatable)."),
+    ] = None,
+    critic: Annotated[bool, typer.Option(help="Run the critic (when one is installed).")] = True,
+    watch: Annotated[
+        bool, typer.Option("--watch", help="Keep the --allow folders in step, as `watch` does.")
+    ] = False,
+    inbox: Annotated[
+        Path | None,
+        typer.Option("--inbox", help="A folder inside an --allow one that remember writes to."),
+    ] = None,
+    http: Annotated[
+        str | None,
+        typer.Option(
+            "--http",
+            help="Serve streamable HTTP at HOST:PORT (one process, many clients) instead of stdio.",
+            metavar="HOST:PORT",
+        ),
+    ] = None,
+    token_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--token-file", help="With --http: the bearer token [default: $RAGBRAIN_MCP_TOKEN]."
+        ),
+    ] = None,
+    no_auth: Annotated[
+        bool, typer.Option("--no-auth", help="With --http on 127.0.0.1 only: no token.")
+    ] = False,
+    embedding: Annotated[
+        str | None,
+        typer.Option(
+            "--embedding",
+            help="Model of the store if the ingest tool creates it: minilm or e5-small "
+            "[default: the store's own; minilm for a new store].",
+        ),
+    ] = None,
+) -> None:
+    """Serve search, get, remember, ingest and stats to AI coding agents over MCP (stdio).
+
+    stdout carries only protocol messages; logs go to stderr. The models load once, in the
+    background as the server starts; a call that arrives earlier waits for them.
+    """
+    import logging
+
+    try:
+        from ragbrain.mcp_server import RagbrainService, serve
+        from ragbrain.mcp_server.http import check_bind, serve_http
+    except RagbrainError as exc:  # the [mcp] extra is not installed
+        raise fail(exc) from exc
+
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s: %(message)s"
+    )
+    try:
+        if http is None and (token_file is not None or no_auth):
+            raise InvalidInputError("--token-file and --no-auth need --http HOST:PORT.")
+        bind = None if http is None else check_bind(http, token_file, no_auth)
+        from ragbrain.embeddings import embeddings_for
+
+        service = RagbrainService(
+            store,
+            allowed=allow or [],
+            critic="default" if critic else None,
+            inbox=inbox,
+            watch=watch,
+            embeddings=embeddings_for(embedding) if embedding else None,
+        )
+    except RagbrainError as exc:
+        raise fail(exc) from exc
+    if bind is None:
+        serve(service)
+    else:
+        serve_http(service, bind)

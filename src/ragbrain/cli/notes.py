@@ -1,0 +1,270 @@
+"""Commands that change or read the notes in a store: ingest, watch, show, types."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from ragbrain.cli.common import ServerOption, StoreOption, app, err, fail, out
+from ragbrain.errors import RagbrainError
+
+if TYPE_CHECKING:
+    from ragbrain.store.resilience import StorePolicy
+
+
+@app.command()
+def ingest(
+    path: Annotated[
+        Path,
+        typer.Argument(help="A note (Markdown, text, PDF, HTML, .docx) or a folder of them."),
+    ],
+    type_: Annotated[
+        str | None, typer.Option("--type", help="Note type [default: front matter, else folder].")
+    ] = None,
+    store: StoreOption = None,
+    prune: Annotated[
+        bool, typer.Option(help="Delete chunks of files no longer in the folder.")
+    ] = True,
+    convert_space: Annotated[
+        bool, typer.Option(help="Copy a non-cosine collection into a cosine one.")
+    ] = False,
+    server: ServerOption = None,
+    exclude: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--exclude",
+            help="Leave out files/folders matching this gitignore pattern (repeatable), on top "
+            "of .gitignore and .ragbrainignore files.",
+        ),
+    ] = None,
+    include: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--include", help="Only ingest files matching this gitignore pattern (repeatable)."
+        ),
+    ] = None,
+    embedding: Annotated[
+        str | None,
+        typer.Option(
+            "--embedding",
+            help="Embedding model of a new store: minilm (English) or e5-small (multilingual) "
+            "[default: the store's own; for a new store, e5-small when at least 5% of the "
+            "notes are mainly not English, else minilm]. An existing store keeps its model.",
+        ),
+    ] = None,
+) -> None:
+    """Add, update and (with --prune, the default) remove notes in the store."""
+    from ragbrain.embeddings import embeddings_for
+    from ragbrain.ingest import ingest as run_ingest
+    from ragbrain.ingest.ignore import IgnoreRules
+    from ragbrain.progress import progress_reporter
+    from ragbrain.store import Store
+    from ragbrain.store.connect import check_location
+    from ragbrain.store.resilience import StorePolicy
+
+    try:  # bad input answers at once, before the model loads or a store is created
+        if not path.expanduser().exists():
+            raise FileNotFoundError(f"{path.expanduser().absolute()}: no such file or folder")
+        IgnoreRules(Path.cwd(), exclude=exclude or (), include=include or ())
+        folder = check_location(store, server, create=True)
+    except (RagbrainError, FileNotFoundError) as exc:
+        raise fail(exc) from exc
+    created = folder is not None and not folder.exists()
+    try:
+        policy = StorePolicy.from_env()
+        if not embedding:
+            embedding = _new_store_model(path, store, server, policy)
+        opened = Store.open(
+            store,
+            embeddings_for(embedding) if embedding else None,
+            create=True,
+            convert_space=convert_space,
+            server=server,
+            policy=policy,
+        )
+        with progress_reporter(err, "embedding chunks") as progress:
+            report = run_ingest(
+                path,
+                opened,
+                type_=type_,
+                prune=prune,
+                progress=progress,
+                exclude=exclude or (),
+                include=include or (),
+            )
+    except (RagbrainError, FileNotFoundError) as exc:
+        if created and folder is not None:  # a failed first ingest leaves no store behind
+            import shutil
+
+            shutil.rmtree(folder, ignore_errors=True)
+        raise fail(exc) from exc
+    for skipped in report.skipped:
+        err.print(f"skipped {skipped.path}: {skipped.reason}", style="yellow", highlight=False)
+    out.print(f"{report.summary()} -> {opened.location}", highlight=False)
+
+
+def _new_store_model(
+    path: Path, store: Path | None, server: str | None, policy: StorePolicy
+) -> str | None:
+    """None for an existing store (it keeps its model); for a new one, the model its notes'
+    languages call for, said on stderr."""
+    from ragbrain.errors import StoreNotFoundError
+    from ragbrain.ingest.model_choice import model_for_notes
+    from ragbrain.store import COLLECTION, connect
+    from ragbrain.store.resilience import call
+
+    try:
+        client, where, _ = connect(store, server, policy, create=False)
+        call(
+            policy,
+            f"Opening the collection at {where}",
+            lambda: client.get_collection(COLLECTION, embedding_function=None),
+        )
+        return None
+    except StoreNotFoundError:
+        pass
+    model, why = model_for_notes(path)
+    err.print(f"new store: {why}", highlight=False)
+    return model
+
+
+@app.command()
+def watch(
+    paths: Annotated[list[Path], typer.Argument(help="Folders of notes to follow.")],
+    type_: Annotated[
+        str | None, typer.Option("--type", help="Note type [default: front matter, else folder].")
+    ] = None,
+    store: StoreOption = None,
+    prune: Annotated[
+        bool, typer.Option(help="Delete chunks of files no longer in the folder.")
+    ] = True,
+    convert_space: Annotated[
+        bool, typer.Option(help="Copy a non-cosine collection into a cosine one.")
+    ] = False,
+    server: ServerOption = None,
+    debounce: Annotated[
+        float, typer.Option(min=0.0, help="Seconds of quiet that end a burst of saves.")
+    ] = 1.0,
+) -> None:
+    """Ingest folders, then keep the store in step with them as files change (Ctrl-C stops)."""
+    import signal
+
+    from ragbrain.embeddings import embeddings_for
+    from ragbrain.ingest.watch import Watcher
+    from ragbrain.progress import progress_reporter
+    from ragbrain.store import Store
+    from ragbrain.store.resilience import StorePolicy
+
+    def say(line: str) -> None:
+        err.print(line, highlight=False, markup=False)
+
+    try:
+        policy = StorePolicy.from_env()
+        embedding = _new_store_model(paths[0], store, server, policy) if paths else None
+        opened = Store.open(
+            store,
+            embeddings_for(embedding) if embedding else None,
+            create=True,
+            convert_space=convert_space,
+            server=server,
+            policy=policy,
+        )
+        watcher = Watcher(paths, opened, type_=type_, prune=prune, debounce=debounce, status=say)
+        watcher.start()  # before the first ingest, so a change made meanwhile is not missed
+        with progress_reporter(err, "embedding chunks") as progress:
+            reports = watcher.initial(progress)
+    except (RagbrainError, FileNotFoundError) as exc:
+        raise fail(exc) from exc
+    for report in reports:
+        for skipped in report.skipped:
+            err.print(f"skipped {skipped.path}: {skipped.reason}", style="yellow", highlight=False)
+        out.print(f"{report.root}: {report.summary()} -> {opened.location}", highlight=False)
+
+    def stop(signum: int, frame: object) -> None:
+        say("stopping after the current update (Ctrl-C again to quit at once)")
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        watcher.stop()
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    out.print(f"watching {len(watcher.roots)} folder(s); Ctrl-C stops", highlight=False)
+    try:
+        watcher.run()
+    except RagbrainError as exc:
+        raise fail(exc) from exc
+    out.print(f"stopped after {watcher.updates} update(s)", highlight=False)
+
+
+@app.command()
+def show(
+    target: Annotated[
+        str,
+        typer.Argument(
+            help="SOURCE as query prints it, optionally with :LINES (12-30, 12, or 12-).",
+            metavar="SOURCE[:LINES]",
+        ),
+    ],
+    chunk: Annotated[
+        int | None, typer.Option("--chunk", help="Show this chunk instead of lines.")
+    ] = None,
+    neighbours: Annotated[
+        int, typer.Option("--neighbours", help="With --chunk: chunks before and after (0-10).")
+    ] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    store: StoreOption = None,
+    server: ServerOption = None,
+) -> None:
+    """Print a note (or some of its lines, or a chunk) from the store's own text."""
+    import dataclasses
+    import json
+
+    from ragbrain.reader import parse_target, read_source
+    from ragbrain.store import Store
+    from ragbrain.store.resilience import StorePolicy
+
+    try:
+        source, lines = parse_target(target)
+        opened = Store.open(store, None, server=server, policy=StorePolicy.from_env())
+        excerpt = read_source(opened, source, lines=lines, chunk=chunk, neighbours=neighbours)
+    except RagbrainError as exc:
+        raise fail(exc) from exc
+    if as_json:
+        out.print_json(json.dumps(dataclasses.asdict(excerpt), ensure_ascii=False))
+        return
+    sys.stdout.write(excerpt.text + "\n")
+    if excerpt.truncated:
+        rest = excerpt.next_lines
+        more = f"; read on with `ragbrain show {source}:{rest[0]}-{rest[1]}`" if rest else ""
+        err.print(f"(cut at {len(excerpt.text):,} characters{more})", highlight=False)
+
+
+@app.command()
+def types(
+    store: StoreOption = None,
+    server: ServerOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """List every note type in the store with its chunk and file counts (no model loads)."""
+    import json
+
+    from ragbrain.store.resilience import StorePolicy
+    from ragbrain.typelist import list_types
+
+    try:
+        rows = list_types(store, server=server, policy=StorePolicy.from_env())
+    except RagbrainError as exc:
+        raise fail(exc) from exc
+    if as_json:
+        payload = [{"type": r.type, "chunks": r.chunks, "files": r.files} for r in rows]
+        sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
+        return
+    width = max([len(r.type or "(none)") for r in rows] + [4])
+    out.print(f"{'type':<{width}}  chunks  files", highlight=False)
+    for row in rows:
+        out.print(
+            f"{row.type or '(none)':<{width}}  {row.chunks:>6}  {row.files:>5}", highlight=False
+        )
+    out.print(f"{len(rows)} types, {sum(r.chunks for r in rows)} chunks", highlight=False)

@@ -1,0 +1,113 @@
+"""Commands that search and check a store: query, demo, doctor, graph."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from ragbrain.cli.common import ServerOption, StoreOption, app, err, fail, out
+from ragbrain.errors import RagbrainError
+
+if TYPE_CHECKING:
+    pass
+
+
+@app.command()
+def query(
+    text: Annotated[str, typer.Argument(help="What to search for.")],
+    type_: Annotated[
+        list[str] | None, typer.Option("--type", help="Only these note types (repeatable).")
+    ] = None,
+    k: Annotated[int | None, typer.Option("--k", help="Fixed depth (1-100).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    store: StoreOption = None,
+    critic: Annotated[bool, typer.Option(help="Run the critic (when one is installed).")] = True,
+    server: ServerOption = None,
+) -> None:
+    """Retrieve chunks for TEXT and show every decision the pipeline made."""
+    from ragbrain.inputs import check_k, check_query, check_types
+    from ragbrain.store.connect import check_location
+
+    try:  # bad input answers at once, before any model or store loads
+        check_query(text)
+        check_k(k)
+        check_types(type_ or None)
+        check_location(store, server, create=False)
+    except RagbrainError as exc:
+        raise fail(exc) from exc
+    from ragbrain.render import print_json, print_run
+    from ragbrain.retriever import CorrectiveRetriever
+    from ragbrain.store.resilience import StorePolicy
+
+    try:
+        retriever = CorrectiveRetriever.from_store(
+            store,
+            critic="default" if critic else None,
+            server=server,
+            policy=StorePolicy.from_env(),
+        )
+        output = retriever.run(text, k=k, type_filter=type_ or None)
+        unknown = retriever.unknown_types(type_ or None)
+    except RagbrainError as exc:
+        raise fail(exc) from exc
+    if unknown:
+        from ragbrain.typematch import unknown_types_message
+
+        err.print(f"warning: {unknown_types_message(unknown)}", style="yellow", highlight=False)
+    if as_json:
+        print_json(text, output, out)
+    else:
+        print_run(text, output, out)
+
+
+@app.command()
+def demo(
+    store: Annotated[
+        Path | None,
+        typer.Option(help="Keep the demo store here [default: a temporary folder]."),
+    ] = None,
+) -> None:
+    """Build a store from the bundled sample notes and run queries that show each path."""
+    from ragbrain.demo import run_demo
+
+    try:
+        run_demo(out, err, store)
+    except RagbrainError as exc:
+        raise fail(exc) from exc
+
+
+@app.command()
+def doctor(
+    store: StoreOption = None,
+    server: ServerOption = None,
+    sample: Annotated[int, typer.Option(help="Chunks to test for self-retrieval.")] = 20,
+) -> None:
+    """Check a store: space, dimension, model, counts, self-retrieval, lexical index."""
+    from ragbrain.doctor import diagnose
+    from ragbrain.store.resilience import StorePolicy
+
+    try:
+        policy = StorePolicy.from_env()
+        findings = diagnose(store, server=server, store_model=True, policy=policy, sample=sample)
+    except RagbrainError as exc:
+        raise fail(exc) from exc
+    for finding in findings:
+        mark = "[green]ok[/]     " if finding.ok else "[red]problem[/]"
+        out.print(f"{mark} {finding.check}: {finding.message}", highlight=False)
+        if finding.fix:
+            out.print(f"        fix: {finding.fix}", highlight=False)
+    problems = sum(not f.ok for f in findings)
+    out.print(f"{problems} problem(s)" if problems else "no problems found", highlight=False)
+    if problems:
+        raise typer.Exit(1)
+
+
+@app.command()
+def graph() -> None:
+    """Print the pipeline as a Mermaid diagram."""
+    from ragbrain.diagram import mermaid
+
+    sys.stdout.write(mermaid() + "\n")
