@@ -32,6 +32,14 @@ ServerOption = Annotated[
     ),
 ]
 
+TypeOption = Annotated[
+    str | None, typer.Option("--type", help="Note type [default: front matter, else folder].")
+]
+PruneOption = Annotated[bool, typer.Option(help="Delete chunks of files no longer in the folder.")]
+ConvertSpaceOption = Annotated[
+    bool, typer.Option(help="Copy a non-cosine collection into a cosine one.")
+]
+
 
 def fail(exc: Exception) -> typer.Exit:
     """Print ``exc`` as one line on stderr; exit 2 for bad input, 1 otherwise."""

@@ -8,7 +8,17 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ragbrain.cli.common import ServerOption, StoreOption, app, err, fail, out
+from ragbrain.cli.common import (
+    ConvertSpaceOption,
+    PruneOption,
+    ServerOption,
+    StoreOption,
+    TypeOption,
+    app,
+    err,
+    fail,
+    out,
+)
 from ragbrain.errors import RagbrainError
 
 if TYPE_CHECKING:
@@ -21,16 +31,10 @@ def ingest(
         Path,
         typer.Argument(help="A note (Markdown, text, PDF, HTML, .docx) or a folder of them."),
     ],
-    type_: Annotated[
-        str | None, typer.Option("--type", help="Note type [default: front matter, else folder].")
-    ] = None,
+    type_: TypeOption = None,
     store: StoreOption = None,
-    prune: Annotated[
-        bool, typer.Option(help="Delete chunks of files no longer in the folder.")
-    ] = True,
-    convert_space: Annotated[
-        bool, typer.Option(help="Copy a non-cosine collection into a cosine one.")
-    ] = False,
+    prune: PruneOption = True,
+    convert_space: ConvertSpaceOption = False,
     server: ServerOption = None,
     exclude: Annotated[
         list[str] | None,
@@ -134,16 +138,10 @@ def _new_store_model(
 @app.command()
 def watch(
     paths: Annotated[list[Path], typer.Argument(help="Folders of notes to follow.")],
-    type_: Annotated[
-        str | None, typer.Option("--type", help="Note type [default: front matter, else folder].")
-    ] = None,
+    type_: TypeOption = None,
     store: StoreOption = None,
-    prune: Annotated[
-        bool, typer.Option(help="Delete chunks of files no longer in the folder.")
-    ] = True,
-    convert_space: Annotated[
-        bool, typer.Option(help="Copy a non-cosine collection into a cosine one.")
-    ] = False,
+    prune: PruneOption = True,
+    convert_space: ConvertSpaceOption = False,
     server: ServerOption = None,
     debounce: Annotated[
         float, typer.Option(min=0.0, help="Seconds of quiet that end a burst of saves.")
