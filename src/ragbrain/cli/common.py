@@ -10,7 +10,11 @@ from rich.console import Console
 
 from ragbrain.errors import InvalidInputError
 
-app = typer.Typer(help="ragbrain: a corrective retriever for your notes.", no_args_is_help=True)
+app = typer.Typer(
+    help="ragbrain: a corrective retriever for your notes.",
+    no_args_is_help=True,
+    rich_markup_mode=None,  # help texts say [default: ...] literally; it is not markup
+)
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 

@@ -14,7 +14,9 @@ if TYPE_CHECKING:
     pass
 
 
-critic_app = typer.Typer(help="Train and evaluate the relevance critic.", no_args_is_help=True)
+critic_app = typer.Typer(
+    help="Train and evaluate the relevance critic.", no_args_is_help=True, rich_markup_mode=None
+)
 app.add_typer(critic_app, name="critic")
 
 
