@@ -123,7 +123,15 @@ def main() -> None:
         store = scratch / "store"
         say("ingesting the sample notes")
         wall, _, code, tail = run_once(
-            ROOT / "src", ["ingest", str(ROOT / "src/ragbrain/sample_notes"), "--store", str(store)]
+            ROOT / "src",
+            [
+                "ingest",
+                str(ROOT / "src/ragbrain/sample_notes"),
+                "--store",
+                str(store),
+                "--embedding",
+                "minilm",
+            ],
         )
         if code:
             raise SystemExit(f"ingest failed: {tail}")
