@@ -22,6 +22,7 @@ from ragbrain.cli.common import (
 from ragbrain.errors import RagbrainError
 
 if TYPE_CHECKING:
+    from ragbrain.store import Store
     from ragbrain.store.resilience import StorePolicy
 
 
@@ -61,13 +62,10 @@ def ingest(
     ] = None,
 ) -> None:
     """Add, update and (with --prune, the default) remove notes in the store."""
-    from ragbrain.embeddings import embeddings_for
     from ragbrain.ingest import ingest as run_ingest
     from ragbrain.ingest.ignore import IgnoreRules
     from ragbrain.progress import progress_reporter
-    from ragbrain.store import Store
     from ragbrain.store.connect import check_location
-    from ragbrain.store.resilience import StorePolicy
 
     try:  # bad input answers at once, before the model loads or a store is created
         if not path.expanduser().exists():
@@ -78,17 +76,7 @@ def ingest(
         raise fail(exc) from exc
     created = folder is not None and not folder.exists()
     try:
-        policy = StorePolicy.from_env()
-        if not embedding:
-            embedding = _new_store_model(path, store, server, policy)
-        opened = Store.open(
-            store,
-            embeddings_for(embedding) if embedding else None,
-            create=True,
-            convert_space=convert_space,
-            server=server,
-            policy=policy,
-        )
+        opened = _open_for_writing(path, store, server, convert_space, embedding)
         with progress_reporter(err, "embedding chunks") as progress:
             report = run_ingest(
                 path,
@@ -108,6 +96,32 @@ def ingest(
     for skipped in report.skipped:
         err.print(f"skipped {skipped.path}: {skipped.reason}", style="yellow", highlight=False)
     out.print(f"{report.summary()} -> {opened.location}", highlight=False)
+
+
+def _open_for_writing(
+    notes: Path | None,
+    store: Path | None,
+    server: str | None,
+    convert_space: bool,
+    embedding: str | None = None,
+) -> Store:
+    """The store ``ingest`` and ``watch`` write to: created when missing, with ``embedding``,
+    else the model the ``notes``' languages call for (an existing store keeps its own)."""
+    from ragbrain.embeddings import embeddings_for
+    from ragbrain.store import Store
+    from ragbrain.store.resilience import StorePolicy
+
+    policy = StorePolicy.from_env()
+    if not embedding and notes is not None:
+        embedding = _new_store_model(notes, store, server, policy)
+    return Store.open(
+        store,
+        embeddings_for(embedding) if embedding else None,
+        create=True,
+        convert_space=convert_space,
+        server=server,
+        policy=policy,
+    )
 
 
 def _new_store_model(
@@ -150,26 +164,14 @@ def watch(
     """Ingest folders, then keep the store in step with them as files change (Ctrl-C stops)."""
     import signal
 
-    from ragbrain.embeddings import embeddings_for
     from ragbrain.ingest.watch import Watcher
     from ragbrain.progress import progress_reporter
-    from ragbrain.store import Store
-    from ragbrain.store.resilience import StorePolicy
 
     def say(line: str) -> None:
         err.print(line, highlight=False, markup=False)
 
     try:
-        policy = StorePolicy.from_env()
-        embedding = _new_store_model(paths[0], store, server, policy) if paths else None
-        opened = Store.open(
-            store,
-            embeddings_for(embedding) if embedding else None,
-            create=True,
-            convert_space=convert_space,
-            server=server,
-            policy=policy,
-        )
+        opened = _open_for_writing(paths[0] if paths else None, store, server, convert_space)
         watcher = Watcher(paths, opened, type_=type_, prune=prune, debounce=debounce, status=say)
         watcher.start()  # before the first ingest, so a change made meanwhile is not missed
         with progress_reporter(err, "embedding chunks") as progress:
