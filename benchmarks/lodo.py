@@ -177,10 +177,13 @@ def fit_layer(
     fit: Sequence[SetData], weight: float, columns: int
 ) -> Callable[[torch.Tensor], torch.Tensor]:
     """The critic's last layer refit on the fit sets' judged lists (rows balanced per set),
-    reading the first ``columns`` of ``DISTANCE_LIST_INPUTS``."""
+    reading the first ``columns`` of ``DISTANCE_LIST_INPUTS``; its ``combiner`` (the
+    ``calibration.json`` entry) rides on the returned scorer."""
     import torch
 
-    from benchmarks.critic_layers import fit_linear, row_weights
+    from benchmarks.critic_layers import row_weights
+    from ragbrain.critic.folder import DISTANCE_LIST_INPUTS
+    from ragbrain.critic.training.layers import combine, fit_combiner
 
     xs, ys, sizes = [], [], []
     for data in fit:
@@ -195,8 +198,15 @@ def fit_layer(
             ys += [float(d in record.relevant) for d in docs]
             n += len(docs)
         sizes.append(n)
-    layer = fit_linear(torch.cat(xs), torch.tensor(ys), row_weights(sizes, balanced=True))
-    return lambda x: layer(x[:, :columns])
+    names = DISTANCE_LIST_INPUTS[:columns]
+    weights = row_weights(sizes, balanced=True)
+    combiner = fit_combiner(torch.cat(xs), torch.tensor(ys), names, weights=weights)
+
+    def layer(x: torch.Tensor) -> torch.Tensor:
+        return combine(x[:, :columns], combiner)
+
+    layer.combiner = combiner  # type: ignore[attr-defined]
+    return layer
 
 
 def layer_columns() -> dict[str, int]:
@@ -327,6 +337,25 @@ def fit_fold(fit: Sequence[SetData], critic: TransformerCritic) -> dict[str, Any
         "_layers": layers,
         "_fit": fit,
     }
+
+
+def ship_layer(folder: Path, fold: dict[str, Any], model: str, names: Sequence[str]) -> None:
+    """Write the every-set fit's layer into ``folder`` as its distance layer for ``model``."""
+    from ragbrain.critic.training.distance_layer import add_distance_layer
+
+    layer = {
+        "embedding_model": model,
+        "threshold": fold["refit_threshold"],
+        "combiner": fold["_layer"].combiner,
+        "fit": {
+            "by": "python -m benchmarks.lodo (every set's train/dev lists, rows balanced per set)",
+            "sets": list(names),
+            "layout": fold["layer_layout"],
+            "bm25_weight": fold["bm25_weight"],
+        },
+    }
+    add_distance_layer(folder, layer)
+    say(f"wrote the {model} distance layer into {folder}")
 
 
 def all_lists(data: SetData, scenario: MissingAnswer | None) -> dict[str, list[str]]:
@@ -514,8 +543,8 @@ def held_out(
     }
 
 
-def main() -> None:
-    """Fit each fold, judge its held-apart set, write results/lodo.{json,md}."""
+def _arguments() -> argparse.Namespace:
+    """The command line."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-root", type=Path, default=Path("../shared/data"))
     parser.add_argument("--test-queries", type=int, default=300)
@@ -529,16 +558,39 @@ def main() -> None:
         help="Sets judged on a smaller corpus of DOCS documents "
         "(benchmarks.lodo_data.subcorpus): too big to embed on this machine.",
     )
-    args = parser.parse_args()
+    parser.add_argument(
+        "--name", default=None, help="Results file name (default lodo, or lodo-e5 for e5-small)."
+    )
+    parser.add_argument(
+        "--ship-layer",
+        type=Path,
+        default=None,
+        metavar="CRITIC",
+        help="Write the layer fit on every set (columns chosen LODO-nested, threshold by the "
+        "shipped rule) into this critic folder as its distance layer for the stores' model.",
+    )
+    parser.add_argument(
+        "--embedding",
+        default="minilm",
+        choices=("minilm", "e5-small"),
+        help="The stores' embedding model (results/lodo.* for minilm, results/lodo-e5.* else).",
+    )
+    return parser.parse_args()
+
+
+def main() -> None:
+    """Fit each fold, judge its held-apart set, write results/lodo.{json,md}."""
+    args = _arguments()
     sub_docs = {n: int(d) for n, _, d in (item.partition("=") for item in args.subcorpus)}
 
     from ragbrain.critic.folder import default_critic_path
     from ragbrain.critic.model import TransformerCritic
-    from ragbrain.embeddings import DEFAULT_EMBEDDING_MODEL
+    from ragbrain.embeddings import EMBEDDING_CHOICES
     from ragbrain.evaluation.lodo import data_sets, folds, splits_of
     from ragbrain.evaluation.missing import split_missing
 
-    critic = TransformerCritic(default_critic_path()).for_model(DEFAULT_EMBEDDING_MODEL)
+    model = EMBEDDING_CHOICES[args.embedding]
+    critic = TransformerCritic(default_critic_path()).for_model(model)
     found = data_sets(args.data_root)
     names = [n for n in ORDER if n in found and (args.only is None or n in args.only)]
     splits = {n: splits_of(found[n]) for n in names}
@@ -551,8 +603,8 @@ def main() -> None:
         if name in sub_docs:
             sampled = [(["test"], SUBCORPUS_QUERIES[0]), (fit_splits, SUBCORPUS_QUERIES[1])]
             root = subcorpus(root, name, sampled, sub_docs[name])
-        test[name] = load_role(root, name, ["test"], args.test_queries, critic)
-        fit[name] = load_role(root, name, fit_splits, args.fit_queries, critic)
+        test[name] = load_role(root, name, ["test"], args.test_queries, critic, model=model)
+        fit[name] = load_role(root, name, fit_splits, args.fit_queries, critic, model=model)
         scenarios[name] = split_missing(
             {r.id: r.qrels for r in test[name].records}, [r.id for r in test[name].records]
         )
@@ -582,14 +634,17 @@ def main() -> None:
         "subcorpus_queries": SUBCORPUS_QUERIES,
         "test_queries": args.test_queries,
         "fit_queries": args.fit_queries,
-        "embedding_model": DEFAULT_EMBEDDING_MODEL,
+        "embedding_model": model,
         "folds": fold_params,
         "all_sets": {k: v for k, v in everything.items() if not k.startswith("_")},
         "results": results,
     }
+    if args.ship_layer is not None:
+        ship_layer(args.ship_layer, everything, model, [n for n in names])
     from benchmarks.lodo_report import markdown
 
-    save("lodo", payload, markdown(payload))
+    name = args.name or ("lodo" if args.embedding == "minilm" else "lodo-e5")
+    save(name, payload, markdown(payload))
 
 
 if __name__ == "__main__":

@@ -133,15 +133,22 @@ def subcorpus(
 
 
 def load_role(
-    root: Path, name: str, splits: Sequence[str], n: int, critic: TransformerCritic, seed: int = 0
+    root: Path,
+    name: str,
+    splits: Sequence[str],
+    n: int,
+    critic: TransformerCritic,
+    seed: int = 0,
+    model: str | None = None,
 ) -> SetData:
-    """The sampled queries of ``name``'s ``splits`` (pooled), their candidates and rows.
+    """The sampled queries of ``name``'s ``splits`` (pooled), their candidates and rows, over
+    a store of the embedding ``model`` (None: all-MiniLM-L6-v2).
 
     Raises:
         DataSetError: A bad data folder.
     """
     from ragbrain.context import RetrievalContext
-    from ragbrain.embeddings import default_embeddings
+    from ragbrain.embeddings import DEFAULT_EMBEDDING_MODEL, embeddings_for
     from ragbrain.evaluation.beir import corpus_store
     from ragbrain.lexical.fusion import dense_trusted
     from ragbrain.lexical.sync import sync_lexical
@@ -152,6 +159,8 @@ def load_role(
     role = "+".join(splits)
     ids = _sample(list(qrels), n, seed)
     tag = f"{VERSION}|{root.resolve()}|{name}|{role}|{n}|{seed}|{DEEP}"
+    if model not in (None, DEFAULT_EMBEDDING_MODEL):
+        tag += f"|{model}"  # the MiniLM stores' cached candidates keep their names
     key = hashlib.sha256(tag.encode()).hexdigest()[:12]
     folder = cache_root() / "lodo"
     path = folder / f"{name}-{role}-{key}.json"
@@ -168,7 +177,7 @@ def load_role(
         records = [Record(**{**r, "dense": [tuple(p) for p in r["dense"]]}) for r in raw["records"]]
         return SetData(name, role, records, corpus, rows, rows_path)
     say(f"candidates: {name} {role} ({len(ids)} queries)")
-    store = corpus_store(loaded[0], default_embeddings())
+    store = corpus_store(loaded[0], embeddings_for(model), progress=_progress(name))
     index = sync_lexical(store)
     context = RetrievalContext()
     records = []
@@ -193,6 +202,18 @@ def load_role(
         )
     write_json(path, {"records": [r.__dict__ for r in records]})
     return SetData(name, role, records, corpus, rows, rows_path)
+
+
+def _progress(name: str) -> Any:
+    """A progress callback for ``corpus_store`` that says how far the embedding is."""
+    last = [0]
+
+    def report(done: int, total: int) -> None:
+        if done - last[0] >= 500 or done == total:
+            last[0] = done
+            say(f"  embedding {name}: {done}/{total}")
+
+    return report
 
 
 def ensure_rows(data: SetData, lists: dict[str, list[str]], critic: TransformerCritic) -> int:

@@ -80,7 +80,8 @@ def markdown(payload: dict[str, Any]) -> str:
     lines = [
         "# Leave-one-domain-out (LODO): each set judged by a pipeline fit on the others",
         "",
-        f"all-MiniLM-L6-v2 stores; up to {payload['test_queries']} seeded test queries a set, "
+        f"{payload['embedding_model']} stores; up to {payload['test_queries']} seeded test "
+        "queries a set, "
         f"fit on up to {payload['fit_queries']} seeded train/dev queries of every other domain "
         "(CMRC 2018 and DRCD held apart together). Fit per fold: the BM25 fusion weight, the "
         "critic's threshold (shipped layer) and a refit of its last layer, the abstention "

@@ -12,7 +12,8 @@ import pytest
 
 from ragbrain.critic import TransformerCritic, keep_mask
 from ragbrain.critic.features import FEATURE_NAMES
-from ragbrain.critic.folder import CALIBRATION_FILE, FEATURES_FILE, WEIGHTS_FILE
+from ragbrain.critic.folder import CALIBRATION_FILE, FEATURES_FILE, MORE_DISTANCE, WEIGHTS_FILE
+from ragbrain.critic.training.distance_layer import add_distance_layer
 from ragbrain.errors import CriticLoadError
 from ragbrain.factory import resolve_critic
 from ragbrain.graph import build_graph
@@ -245,3 +246,76 @@ def test_a_list_aware_critic_judges_each_chunk_against_its_list(tmp_path: Path) 
     assert first == pytest.approx(0.5) and second == pytest.approx(1 / (1 + 2.0))  # 1/(1+e^log2)
     # the same chunk alone heads its list
     assert critic.score("redis cache", ["redis cache stampede"]) == pytest.approx([0.5])
+
+
+OTHER_MODEL = "multilingual-toy"
+
+
+def _other_layer(**changes: object) -> dict[str, object]:
+    """A distance layer for ``OTHER_MODEL`` that ignores the distance (scores sigmoid(1))."""
+    layer: dict[str, object] = {
+        "embedding_model": OTHER_MODEL,
+        "threshold": 0.6,
+        "combiner": {
+            "inputs": ["logit", *FEATURE_NAMES, "distance"],
+            "mean": [0.0] * (len(FEATURE_NAMES) + 2),
+            "scale": [1.0] * (len(FEATURE_NAMES) + 2),
+            "weights": [0.0] * (len(FEATURE_NAMES) + 2),
+            "bias": 1.0,
+        },
+    }
+    layer.update(changes)
+    return layer
+
+
+def test_a_critic_picks_the_distance_layer_of_its_store_model(tmp_path: Path) -> None:
+    folder = with_distance_layer(make_critic(tmp_path / "critic"))
+    add_distance_layer(folder, _other_layer())
+    plain = TransformerCritic(folder)
+    assert plain.distance_models == (DISTANCE_MODEL, OTHER_MODEL)
+    first, other = plain.for_model(DISTANCE_MODEL), plain.for_model(OTHER_MODEL)
+    assert (first.threshold, other.threshold) == (0.25, 0.6)
+    near, far = other.score("redis cache", ["redis cache stampede", "pdf export"], [0.1, 0.9])
+    assert near == pytest.approx(far) == pytest.approx(0.7311, abs=1e-4)  # its own layer
+    assert not plain.for_model("a-third-model").uses_distance
+
+
+def test_adding_a_layer_twice_replaces_it(tmp_path: Path) -> None:
+    folder = with_distance_layer(make_critic(tmp_path / "critic"))
+    add_distance_layer(folder, _other_layer())
+    add_distance_layer(folder, _other_layer(threshold=0.4))
+    calibration = json.loads((folder / CALIBRATION_FILE).read_text(encoding="utf-8"))
+    assert [m["threshold"] for m in calibration[MORE_DISTANCE]] == [0.4]
+    add_distance_layer(folder, _other_layer(embedding_model=DISTANCE_MODEL, threshold=0.3))
+    assert TransformerCritic(folder).for_model(DISTANCE_MODEL).threshold == 0.3
+
+
+BAD_MORE_LAYERS: list[tuple[str, object, str]] = [
+    ("not-a-list", {"embedding_model": OTHER_MODEL}, "must be a list"),
+    ("not-an-object", [1], r"more_distance_layers\[0\]' must be an object"),
+    ("no-model", [_other_layer(embedding_model="")], "embedding_model must name a model"),
+    ("twice", [_other_layer(), _other_layer()], "two distance layers"),
+    ("same-as-first", [_other_layer(embedding_model=DISTANCE_MODEL)], "two distance layers"),
+    ("threshold", [_other_layer(threshold=2)], r"more_distance_layers\[0\].threshold"),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "layers", "match"), BAD_MORE_LAYERS, ids=[b[0] for b in BAD_MORE_LAYERS]
+)
+def test_bad_further_distance_layers_raise_critic_load_error(
+    tmp_path: Path, name: str, layers: object, match: str
+) -> None:
+    folder = with_distance_layer(make_critic(tmp_path / "critic"))
+    edit_calibration(folder, **{MORE_DISTANCE: layers})
+    with pytest.raises(CriticLoadError, match=match) as caught:
+        TransformerCritic(folder)
+    assert str(folder) in str(caught.value)
+
+
+def test_a_bad_layer_is_not_written(tmp_path: Path) -> None:
+    folder = with_distance_layer(make_critic(tmp_path / "critic"))
+    before = (folder / CALIBRATION_FILE).read_bytes()
+    with pytest.raises(CriticLoadError, match="threshold"):
+        add_distance_layer(folder, _other_layer(threshold=-1))
+    assert (folder / CALIBRATION_FILE).read_bytes() == before

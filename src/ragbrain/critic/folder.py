@@ -53,6 +53,10 @@ DISTANCE_LIST_INPUTS = (*DISTANCE_INPUTS, *LIST_NAMES, *DISTANCE_LIST_NAMES)
 #: ``calibration.json`` key of the layer that also reads the distance, and of the embedding
 #: model whose distances it learned.
 WITH_DISTANCE = "with_distance"
+#: ``calibration.json`` key of the distance layers of further embedding models: a list of
+#: objects shaped like ``with_distance`` (fit apart, on another model's distances; see
+#: ``critic.training.distance_layer``). Each model has at most one layer.
+MORE_DISTANCE = "more_distance_layers"
 
 
 def _check_combiner(path: Path, combiner: Any, layouts: Sequence[Sequence[str]]) -> None:
@@ -79,14 +83,38 @@ def _check_threshold(path: Path, threshold: Any, where: str = "'threshold'") -> 
         raise CriticLoadError(f"{path}: {where} must be a number in [0, 1], got {threshold!r}.")
 
 
-def _check_distance_layer(path: Path, layer: Any) -> None:
+def _check_distance_layer(path: Path, layer: Any, where: str = WITH_DISTANCE) -> None:
     if not isinstance(layer, dict):
-        raise CriticLoadError(f"{path}: {WITH_DISTANCE!r} must be an object.")
+        raise CriticLoadError(f"{path}: {where!r} must be an object.")
     model = layer.get("embedding_model")
     if not isinstance(model, str) or not model:
-        raise CriticLoadError(f"{path}: {WITH_DISTANCE}.embedding_model must name a model.")
-    _check_threshold(path, layer.get("threshold"), f"{WITH_DISTANCE}.threshold")
+        raise CriticLoadError(f"{path}: {where}.embedding_model must name a model.")
+    _check_threshold(path, layer.get("threshold"), f"{where}.threshold")
     _check_combiner(path, layer.get("combiner"), (DISTANCE_INPUTS, DISTANCE_LIST_INPUTS))
+
+
+def _check_more_layers(path: Path, calibration: dict[str, Any]) -> None:
+    layers = calibration[MORE_DISTANCE]
+    if not isinstance(layers, list):
+        raise CriticLoadError(f"{path}: {MORE_DISTANCE!r} must be a list of layers.")
+    if "combiner" not in calibration:
+        raise CriticLoadError(f"{path}: {MORE_DISTANCE!r} needs a 'combiner' beside it.")
+    first = calibration.get(WITH_DISTANCE)
+    seen = {first["embedding_model"]} if first else set()
+    for number, layer in enumerate(layers):
+        _check_distance_layer(path, layer, f"{MORE_DISTANCE}[{number}]")
+        if layer["embedding_model"] in seen:
+            raise CriticLoadError(
+                f"{path}: two distance layers for {layer['embedding_model']!r}; keep one."
+            )
+        seen.add(layer["embedding_model"])
+
+
+def distance_layers(calibration: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every distance layer of a checked calibration, by the embedding model it learned."""
+    layers = [calibration[WITH_DISTANCE]] if WITH_DISTANCE in calibration else []
+    layers += calibration.get(MORE_DISTANCE, [])
+    return {str(layer["embedding_model"]): layer for layer in layers}
 
 
 def read_calibration(folder: Path) -> dict[str, Any]:
@@ -123,6 +151,8 @@ def read_calibration(folder: Path) -> dict[str, Any]:
         if "combiner" not in calibration:
             raise CriticLoadError(f"{path}: {WITH_DISTANCE!r} needs a 'combiner' beside it.")
         _check_distance_layer(path, calibration[WITH_DISTANCE])
+    if MORE_DISTANCE in calibration:
+        _check_more_layers(path, calibration)
     return calibration
 
 

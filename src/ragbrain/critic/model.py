@@ -24,6 +24,7 @@ from ragbrain.critic.folder import (
     WITH_DISTANCE,
     build_model,
     check_activation,
+    distance_layers,
     quantized,
     read_calibration,
     read_tensors,
@@ -106,16 +107,21 @@ class TransformerCritic:
 
     @property
     def distance_model(self) -> str | None:
-        """The embedding model whose distances the distance layer learned (None: no layer)."""
+        """The embedding model whose distances the first distance layer learned (None: no
+        layer; ``distance_models`` names every one)."""
         layer = self.calibration.get(WITH_DISTANCE)
         return str(layer["embedding_model"]) if layer else None
 
+    @property
+    def distance_models(self) -> tuple[str, ...]:
+        """Every embedding model the critic has a distance layer for."""
+        return tuple(distance_layers(self.calibration))
+
     def _use_layer(self, embedding_model: str | None) -> None:
         self.embedding_model = embedding_model
-        self.uses_distance = embedding_model is not None and embedding_model == self.distance_model
-        source: dict[str, Any] = (
-            self.calibration[WITH_DISTANCE] if self.uses_distance else self.calibration
-        )
+        layer = distance_layers(self.calibration).get(embedding_model or "")
+        self.uses_distance = layer is not None
+        source: dict[str, Any] = layer if layer is not None else self.calibration
         self.threshold = float(source["threshold"])
         self.combiner: dict[str, Any] | None = source.get("combiner")
 
@@ -271,7 +277,7 @@ class TransformerCritic:
         if self.uses_distance:
             if distances is None or len(distances) != len(x):
                 raise ValueError(
-                    f"{self.folder}: this critic judges with {self.distance_model} "
+                    f"{self.folder}: this critic judges with {self.embedding_model} "
                     "distances; pass one distance per passage."
                 )
             x = torch.cat([x, torch.tensor(distances, dtype=x.dtype)[:, None]], dim=1)

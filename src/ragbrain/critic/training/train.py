@@ -21,6 +21,7 @@ from ragbrain.critic.folder import (
     CALIBRATION_FILE,
     FEATURES_FILE,
     MINILM_BASE,
+    MORE_DISTANCE,
     WEIGHTS_FILE,
     WITH_DISTANCE,
     quantized,
@@ -343,6 +344,12 @@ def recalibrate(
     layers = fit_layers(model, tokenizer, features, [], lists, recipe, embedding_model, progress)
     calibration = {k: v for k, v in critic.calibration.items() if k != WITH_DISTANCE}
     calibration.update(layers)
+    if MORE_DISTANCE in calibration:  # a refit layer replaces another of the same model
+        calibration[MORE_DISTANCE] = [
+            layer
+            for layer in calibration[MORE_DISTANCE]
+            if layer["embedding_model"] != embedding_model
+        ]
     calibration["recalibrated"] = {
         "from": str(folder),
         **sources,
