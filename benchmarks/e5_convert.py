@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.common import save, say
-from ragbrain.e5 import binfile, convert
+from ragbrain.e5 import binfile, convert, layout
 
 SETS = ("scifact", "nfcorpus", "jaquad_ret", "iapp_th_ret", "cmrc2018_ret", "drcd_ret", "arcd_ret")
 EXTRA = [
@@ -91,7 +91,7 @@ def compare_tokens(
     mismatches: list[dict[str, str]] = []
     lengths: list[int] = []
     for name, text, is_query in texts:
-        prefix = convert.QUERY_PREFIX if is_query else convert.PASSAGE_PREFIX
+        prefix = layout.QUERY_PREFIX if is_query else layout.PASSAGE_PREFIX
         a = ours.encode(prefix + text).ids
         b = reference.encode(prefix + text).ids
         lengths.append(len(a))
@@ -135,9 +135,9 @@ def main() -> None:
     say("embedding with both")
     st = e5_embeddings()
     rng = random.Random(args.seed)
-    fits = [i for i, n in enumerate(lengths) if n <= convert.MAX_TOKENS]
+    fits = [i for i, n in enumerate(lengths) if n <= layout.MAX_TOKENS]
     chosen = sorted(rng.sample(fits, min(args.vectors, len(fits))))
-    long = [i for i, n in enumerate(lengths) if n > convert.MAX_TOKENS]
+    long = [i for i, n in enumerate(lengths) if n > layout.MAX_TOKENS]
     cosines: dict[str, list[float]] = {}
     for group, indices in (("fits", chosen), ("long", long)):
         qs = [texts[i][1] for i in indices if texts[i][2]]

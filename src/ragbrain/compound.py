@@ -31,142 +31,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from ragbrain.compound_words import CLAUSE_STARTS, FIXED_PHRASES, PRONOUNS, VERBS
+
 #: A bare "X and Y" splits only when Y has at most this many words.
 MAX_AND_WORDS = 3
 
-#: Pairs joined by "and" that name one thing.
-FIXED_PHRASES = frozenset(
-    {
-        "rock and roll",
-        "research and development",
-        "pros and cons",
-        "trial and error",
-        "salt and pepper",
-        "black and white",
-        "back and forth",
-        "bread and butter",
-        "up and running",
-        "copy and paste",
-        "cut and paste",
-        "drag and drop",
-        "find and replace",
-        "search and replace",
-        "terms and conditions",
-        "command and control",
-        "q and a",
-        "r and d",
-        "b and b",
-        "m and a",
-        "ups and downs",
-        "odds and ends",
-        "law and order",
-        "mergers and acquisitions",
-        "read and write",
-        "bed and breakfast",
-        "arts and crafts",
-        "pride and prejudice",
-        "supply and demand",
-        "sales and marketing",
-        "health and safety",
-        "oil and gas",
-        "food and drink",
-        "more and more",
-        "again and again",
-        "over and over",
-    }
-)
-_CLAUSE_STARTS = frozenset(
-    [
-        "what",
-        "why",
-        "how",
-        "when",
-        "where",
-        "who",
-        "whom",
-        "whose",
-        "which",
-        "did",
-        "do",
-        "does",
-        "is",
-        "are",
-        "was",
-        "were",
-        "can",
-        "could",
-        "should",
-        "would",
-        "will",
-        "shall",
-        "has",
-        "have",
-        "had",
-        "may",
-        "might",
-        "must",
-        "i",
-        "we",
-        "you",
-        "he",
-        "she",
-        "they",
-        "it",
-        "there",
-        "this",
-        "that",
-        "then",
-    ]
-)
-_PRONOUNS = frozenset(
-    [
-        "it",
-        "its",
-        "they",
-        "them",
-        "their",
-        "theirs",
-        "this",
-        "that",
-        "these",
-        "those",
-        "he",
-        "she",
-        "him",
-        "her",
-    ]
-)
-#: Last words that make a part read as a clause ("... and the database melted").
-_VERBS = frozenset(
-    [
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "been",
-        "went",
-        "came",
-        "broke",
-        "fell",
-        "ran",
-        "got",
-        "made",
-        "took",
-        "gave",
-        "left",
-        "works",
-        "fails",
-        "failed",
-        "crashed",
-        "died",
-        "stopped",
-        "started",
-        "happened",
-        "changed",
-        "grew",
-    ]
-)
 _WORD = re.compile(r"[\w'-]+")
 #: A question's lead-in that both parts of a bare "X and Y" keep ("How do I set up").
 _LEAD = re.compile(
@@ -251,14 +120,14 @@ def _english_and(query: str) -> list[str]:
     ending = tail.group(0).strip() if tail else ""
     right = _clean(right)
     y = _words(right)
-    if not y or len(y) > MAX_AND_WORDS or y[0] in _CLAUSE_STARTS:
+    if not y or len(y) > MAX_AND_WORDS or y[0] in CLAUSE_STARTS:
         return []
-    if _PRONOUNS & set(y) or y[-1] in _VERBS or (y[-1].endswith("ed") and len(y) > 1):
+    if PRONOUNS & set(y) or y[-1] in VERBS or (y[-1].endswith("ed") and len(y) > 1):
         return []
     lead = _LEAD.match(left)
     head = lead.group(0).strip() if lead else ""
     x = _clean(left[lead.end() :] if lead else left)
-    if not x or len(_words(x)) > MAX_AND_WORDS or _PRONOUNS & set(_words(x)):
+    if not x or len(_words(x)) > MAX_AND_WORDS or PRONOUNS & set(_words(x)):
         return []
     phrase = f"{x} and {right}".casefold()
     fixed = any(re.search(rf"(?<!\w){re.escape(f)}(?!\w)", phrase) for f in FIXED_PHRASES)

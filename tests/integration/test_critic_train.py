@@ -320,8 +320,8 @@ def _labelled_folder(root: Path) -> Path:
 def test_recalibrating_refits_the_layers_and_keeps_the_weights(
     trained: Path, tmp_path: Path
 ) -> None:
+    from ragbrain.critic.training.recalibrate import recalibrate
     from ragbrain.critic.training.sources import retrieved_lists
-    from ragbrain.critic.training.train import recalibrate
     from tests.support.fakes import BagOfWordsEmbeddings
 
     folder = _labelled_folder(tmp_path / "tiny")
@@ -348,8 +348,8 @@ def test_recalibrating_refits_the_layers_and_keeps_the_weights(
 def test_recalibrating_refuses_what_it_cannot_do_and_writes_nothing(
     trained: Path, tmp_path: Path
 ) -> None:
+    from ragbrain.critic.training.recalibrate import recalibrate
     from ragbrain.critic.training.sources import retrieved_lists
-    from ragbrain.critic.training.train import recalibrate
     from ragbrain.errors import InvalidInputError
     from tests.support.fakes import BagOfWordsEmbeddings
 

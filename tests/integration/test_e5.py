@@ -151,6 +151,15 @@ def test_the_folder_is_complete_and_checked(converted: Path, source: tuple[Path,
 
 
 @pytest.mark.slow
+def test_the_weights_header_is_the_same_in_every_process(converted: Path) -> None:
+    """safetensors writes the header's metadata from a hash map: with two keys their order
+    changed from one process to the next, and so did the file's bytes and digest."""
+    data = (converted / "model.safetensors").read_bytes()
+    header = json.loads(data[8 : 8 + int.from_bytes(data[:8], "little")])
+    assert len(header["__metadata__"]) <= 1, header["__metadata__"]
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("damage", "match"),
     [

@@ -121,9 +121,9 @@ def run_calibrate(
 ) -> None:
     """Recalibrate a critic's layers on labelled queries of other data; save and report."""
     from ragbrain.critic.folder import default_critic_path
+    from ragbrain.critic.training.recalibrate import check_destination, recalibrate
     from ragbrain.critic.training.recipe import Recipe
     from ragbrain.critic.training.sources import data_folder, retrieved_lists
-    from ragbrain.critic.training.train import check_destination, recalibrate
     from ragbrain.embeddings import default_embeddings, model_name_of
 
     if not data:

@@ -1,0 +1,129 @@
+"""Doctor checks of the vectors: the distance space, the recorded model and dimension against
+the vectors and the query model, and that sampled chunks find themselves first."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ragbrain.doctor.finding import Finding
+from ragbrain.embeddings import model_name_of
+from ragbrain.store import DIMENSION_KEY, MODEL_KEY
+from ragbrain.store.collection import space as _space
+from ragbrain.store.resilience import StorePolicy, call
+
+if TYPE_CHECKING:
+    from chromadb.api.models.Collection import Collection
+    from langchain_core.embeddings import Embeddings
+
+
+def check_space(collection: Collection) -> Finding:
+    """The collection's distance space is cosine (ragbrain's scores and gate assume it)."""
+    space = _space(collection)
+    if space == "cosine":
+        return Finding("space", True, "cosine distance")
+    return Finding(
+        "space",
+        False,
+        f"the collection uses the {space!r} distance space; ragbrain needs 'cosine'",
+        "`ragbrain ingest NOTES_DIR --convert-space` copies it into a cosine collection",
+    )
+
+
+def check_dimension(
+    collection: Collection, embeddings: Embeddings | None, policy: StorePolicy
+) -> tuple[bool, list[Finding]]:
+    """The recorded model and dimension against the vectors and ``embeddings``; the bool says
+    whether queries can be searched (the dimensions agree)."""
+    meta = collection.metadata or {}
+    recorded_model, recorded_dim = meta.get(MODEL_KEY), meta.get(DIMENSION_KEY)
+    peek = call(policy, "Reading a sample", lambda: collection.peek(5))
+    vectors = peek["embeddings"] if peek["embeddings"] is not None else []
+    actual = {len(v) for v in vectors}
+    findings: list[Finding] = []
+    if recorded_dim is None or recorded_model is None:
+        findings.append(
+            Finding(
+                "recorded model",
+                False,
+                "the store does not record the model and dimension it was built with",
+                "rebuild it with this version: `ragbrain ingest NOTES_DIR` into a new store",
+            )
+        )
+    else:
+        findings.append(
+            Finding("recorded model", True, f"{recorded_model}, {recorded_dim} dimensions")
+        )
+    if recorded_dim is not None and actual - {int(str(recorded_dim))}:
+        findings.append(
+            Finding(
+                "dimension",
+                False,
+                f"vectors of {sorted(actual)} dimensions in a store recorded as {recorded_dim}",
+                "rebuild the store from the notes: `ragbrain ingest NOTES_DIR` into a new store",
+            )
+        )
+        return False, findings
+    if embeddings is None:
+        return True, findings
+    model, dim = model_name_of(embeddings), len(embeddings.embed_query("dimension probe"))
+    expected = int(str(recorded_dim)) if recorded_dim is not None else next(iter(actual), dim)
+    if dim != expected:
+        findings.append(
+            Finding(
+                "query model",
+                False,
+                f"queries are embedded by {model} ({dim} dimensions); the store holds "
+                f"{expected}-dimensional vectors from {recorded_model or 'an unknown model'}",
+                "query with the model the store was built with, or ingest into a new store",
+            )
+        )
+        return False, findings
+    if recorded_model not in (None, model):
+        findings.append(
+            Finding(
+                "query model",
+                False,
+                f"queries are embedded by {model}, the chunks by {recorded_model} (same "
+                "dimension, different model: distances mean little)",
+                "query with the store's model, or ingest into a new store with this one",
+            )
+        )
+        return True, findings
+    findings.append(Finding("query model", True, f"{model} matches"))
+    return True, findings
+
+
+def check_self_retrieval(
+    collection: Collection, embeddings: Embeddings, policy: StorePolicy, sample: int
+) -> Finding:
+    """About ``sample`` chunks, spread over the ids, searched by their own text come first."""
+    ids = sorted(call(policy, "Listing ids", lambda: collection.get(include=[]))["ids"])
+    picked = ids[:: max(1, math.ceil(len(ids) / max(sample, 1)))][:sample]
+    got = call(policy, "Reading the sample", lambda: collection.get(ids=picked))
+    texts = dict(zip(got["ids"], got["documents"] or [], strict=True))
+    vectors: list[Sequence[float]] = list(
+        embeddings.embed_documents([texts[i] or "" for i in picked])
+    )
+    result = call(
+        policy,
+        "Searching the sample",
+        lambda: collection.query(query_embeddings=vectors, n_results=3, include=["distances"]),
+    )
+    missed = []
+    for id_, hits, distances in zip(picked, result["ids"], result["distances"] or [], strict=True):
+        # A chunk with the very same text elsewhere ties with it: that counts as found.
+        tied = [h for h, d in zip(hits, distances, strict=True) if d <= distances[0] + 1e-4]
+        if id_ not in tied:
+            missed.append(id_)
+    if not missed:
+        return Finding("self-retrieval", True, f"{len(picked)}/{len(picked)} sampled chunks")
+    return Finding(
+        "self-retrieval",
+        False,
+        f"{len(missed)} of {len(picked)} sampled chunks are not found first by their own text "
+        f"(e.g. {missed[0]}): the vectors do not come from this model, or the index is damaged",
+        "rebuild the store with the model you query with: `ragbrain ingest NOTES_DIR` into a "
+        "new store",
+    )
