@@ -5,8 +5,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ragbrain.lexical.index import LexicalIndex, LexicalIndexError, fingerprint
 from ragbrain.store import type_index
@@ -22,13 +23,22 @@ def index_path(store: Store) -> Path:
     return store.sidecar("lexical", ".npz")
 
 
-def sync_lexical(store: Store, index: LexicalIndex | None = None) -> LexicalIndex:
+def sync_lexical(
+    store: Store,
+    index: LexicalIndex | None = None,
+    changed: Mapping[str, Mapping[str, Any]] | None = None,
+) -> LexicalIndex:
     """Bring the lexical index of ``store`` in step with the store's chunks, and save it.
 
     The index on disk (or ``index``) is reused when its fingerprint matches the store's ids.
     Otherwise only the chunks it lacks are read and tokenized, those the store no longer has
     are dropped, and the result is written back. A corrupt, unreadable or outdated index
-    file is rebuilt from scratch, with a warning.
+    file is rebuilt from scratch, with a warning. The other chunks of a file that gained
+    chunks get their metadata read again (an edit moves the whole file's time).
+
+    Args:
+        changed: Chunks whose metadata (not text) the caller has just rewritten, with it
+            (ingest records a touched file's new time so): the index takes it as given.
 
     Returns:
         The index, matching the store's current ids.
@@ -43,14 +53,25 @@ def sync_lexical(store: Store, index: LexicalIndex | None = None) -> LexicalInde
             index = LexicalIndex.build([], [], [])
     ids = store.all_ids()
     if index.fingerprint == fingerprint(ids):
-        if not path.is_file():
+        if changed:
+            index = index.with_metadata(changed)
+            index.save(path)
+        elif not path.is_file():
             index.save(path)
         return index
     started = time.perf_counter()
     wanted = set(ids)
     drop = {id_ for id_ in index.ids if id_ not in wanted}
-    rows = store.texts_and_types([id_ for id_ in ids if id_ not in index])
-    index = index.updated(drop, [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
+    rows = store.rows([id_ for id_ in ids if id_ not in index])
+    new_ids = {r[0] for r in rows}
+    touched = {str(r[2].get("source", "")) for r in rows}
+    types = [str(r[2].get("type", "")) for r in rows]
+    index = index.updated(
+        drop, [r[0] for r in rows], [r[1] for r in rows], types, [r[2] for r in rows]
+    )
+    siblings = [i for i in index.ids_of_sources(touched) if i not in new_ids]
+    fresh = {id_: meta for id_, _, meta in store.rows(siblings)} if siblings else {}
+    index = index.with_metadata({**fresh, **(changed or {})})
     index.save(path)
     log.info(
         "Lexical index of %s: %d chunks tokenized, %d dropped, %d in all (%.1f s).",
@@ -99,9 +120,14 @@ class LexicalSearcher:
 
     def refresh(self) -> LexicalIndex:
         """Bring the index in step with the store now: after this process wrote to it, the
-        next search must not wait for the periodic check."""
+        next search must not wait for the periodic check. The file on disk is read again,
+        so metadata that an ingest rewrote in place (a file's new time) is seen too."""
         with self._lock:
             self._checked = time.monotonic()
             self._version = self.store.version()
-            self._index = sync_lexical(self.store, self._index)
+            try:
+                on_disk: LexicalIndex | None = LexicalIndex.load(index_path(self.store))
+            except LexicalIndexError:
+                on_disk = self._index
+            self._index = sync_lexical(self.store, on_disk)
         return self._index
