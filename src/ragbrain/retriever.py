@@ -54,7 +54,8 @@ class CorrectiveRetriever(BaseRetriever):
     context: RetrievalContext = Field(default_factory=RetrievalContext)
     k: int | None = Field(default=None, description="Fixed depth; None lets the query choose.")
     type_filter: str | list[str] | None = Field(default=None, description="Note type(s).")
-    filters: Filters | dict[str, Any] | None = Field(
+    # Any, checked by Filters.parse: pydantic would turn a dict into a dataclass silently.
+    filters: Any = Field(
         default=None,
         description="Path prefixes, tags and a time range every chunk must pass: a "
         "``ragbrain.Filters`` or a dict of ``path``, ``tags``, ``all_tags``, ``after``, "

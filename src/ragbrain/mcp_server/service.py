@@ -43,6 +43,7 @@ from ragbrain.store import Store
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
+    from ragbrain.filters import Filters
     from ragbrain.ingest.watch import Watcher
     from ragbrain.lexical.sync import LexicalSearcher
 
@@ -191,11 +192,18 @@ class RagbrainService:
             )
             return self._loaded
 
-    def search(self, query: str, types: list[str] | None, k: int | None) -> SearchResult:
-        """Run the retrieval pipeline and return its decisions and chunks, cleaned and capped."""
+    def search(
+        self,
+        query: str,
+        types: list[str] | None,
+        k: int | None,
+        filters: Filters | None = None,
+    ) -> SearchResult:
+        """Run the retrieval pipeline and return its decisions and chunks, cleaned and capped;
+        ``filters`` (paths, tags, dates) limit every search, the fallback's too."""
         loaded = self.load()
         with self._searching:
-            output = loaded.retriever.run(query, k=k, type_filter=types)
+            output = loaded.retriever.run(query, k=k, type_filter=types, filters=filters)
         chunks = []
         for doc in output["documents"]:
             trace = doc.metadata[RETRIEVAL_KEY]

@@ -12,7 +12,7 @@ then, as for the type filter (``type_index``):
 - a smaller scope, or an over-fetch that fell short: an exact search of the scope's vectors
   in memory (``ScopeVectors``: a matrix product, under a millisecond for thousands of chunks),
   read from Chroma in a background thread the first time a scope is met; until they are
-  there (and for a scope over ``MAX_CACHED`` chunks), Chroma's search over the matching ids
+  there (and for a scope over ``SCOPE_ROWS`` chunks), Chroma's search over the matching ids
   only (``query(ids=...)``: 25-58 ms at 100k chunks, measured, against ~2-4 ms unfiltered).
 
 Every hit is checked against Chroma's own metadata before it is returned; when one no longer
@@ -31,12 +31,14 @@ import numpy as np
 import numpy.typing as npt
 
 from ragbrain.state import Hit
-from ragbrain.store.type_index import MAX_CACHED, OVERFETCH
+from ragbrain.store.type_index import OVERFETCH
 from ragbrain.typematch import fold
 
 logger = logging.getLogger(__name__)
-#: Scopes whose vectors are kept in memory at once (each at most ``MAX_CACHED`` chunks).
-SCOPES_KEPT = 4
+#: The most chunks of a scope whose vectors are kept (30 MB at 384 dimensions) ...
+SCOPE_ROWS = 20_000
+#: ... and of all kept scopes together (the least recently used are dropped first).
+KEPT_ROWS = 40_000
 
 if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection
@@ -109,7 +111,7 @@ class ScopeVectors:
     ) -> list[tuple[str, float]] | None:
         """The ``k`` of ``ids`` nearest to ``vector``; None while their vectors are being read
         (started here, in a background thread, unless ``wait``) or if there are too many."""
-        if not ids or len(ids) > MAX_CACHED:
+        if not ids or len(ids) > SCOPE_ROWS:
             return None
         key = hash(tuple(ids))
         with self._lock:
@@ -158,7 +160,7 @@ class ScopeVectors:
             unit = (vectors / np.where(norms == 0, 1.0, norms)).astype(np.float32)
             with self._lock:
                 self._kept[key] = (found, unit)
-                while len(self._kept) > SCOPES_KEPT:
+                while sum(len(e[0]) for e in self._kept.values()) > KEPT_ROWS:
                     self._kept.popitem(last=False)
         except Exception:  # a failed load only means that Chroma keeps answering
             logger.debug("Reading the vectors of a scope failed", exc_info=True)
