@@ -94,7 +94,26 @@ def diagnose(
     if metadatas:
         findings.append(_list_types(metadatas))
         findings.append(_check_link_lists(metadatas))
+        findings.append(_check_times(metadatas))
     return findings
+
+
+def _check_times(metadatas: dict[str, dict[str, Any]]) -> Finding:
+    """Chunks without a recorded time (ingested before ragbrain recorded one): a date filter
+    (``--after`` / ``--before``) leaves them out; a new ingest records it, embedding nothing."""
+    from ragbrain.filters import MODIFIED_KEY
+
+    missing = [m for m in metadatas.values() if not isinstance(m.get(MODIFIED_KEY), int | float)]
+    if not missing:
+        return Finding("times", True, "every chunk has its note's time (for --after/--before)")
+    roots = " ".join(sorted({str(m.get("root")) for m in missing if m.get("root")})) or "NOTES_DIR"
+    return Finding(
+        "times",
+        True,
+        f"{len(missing)} of {len(metadatas)} chunks have no recorded time (ingested before "
+        "ragbrain recorded one): date filters (--after/--before) leave them out",
+        f"`ragbrain ingest {roots}` again records their times without embedding anything",
+    )
 
 
 def _list_types(metadatas: dict[str, dict[str, Any]]) -> Finding:

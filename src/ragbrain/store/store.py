@@ -298,7 +298,11 @@ class Store:
             (list(page["ids"]), list(page["metadatas"] or []))
             for page in self.pages(["metadatas"], where)
         )
-        hits = scan_nearest(self.collection, pages, vector, k, types, filters)
+        candidates = list(pages)  # each page read under the store's deadline
+        hits = self.call(
+            "Searching",
+            lambda: scan_nearest(self.collection, candidates, vector, k, types, filters),
+        )
         return sorted(hits, key=lambda h: h["distance"])
 
     def _nearest(
@@ -463,8 +467,9 @@ class Store:
         return rows
 
     def update_metadata(self, ids: Sequence[str], metadatas: Sequence[dict[str, Any]]) -> None:
-        """Replace the metadata of existing chunks, keeping their texts and vectors (ingest
-        records a file's new time this way: the time is not part of a chunk's id)."""
+        """Update the metadata of existing chunks (Chroma merges it key by key; a None value
+        removes a key), keeping their texts and vectors: ingest records a file's new time this
+        way (the time is not part of a chunk's id)."""
         if len(ids) != len(metadatas):
             raise InvalidInputError(
                 f"update_metadata needs as many ids as metadatas; got {len(ids)} and "
