@@ -9,14 +9,19 @@ tag names, a time range one comparison.
 from __future__ import annotations
 
 import bisect
+import difflib
 import math
 from collections.abc import Sequence
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from ragbrain.filters import Filters, stored_tags
+from ragbrain.filters import Filters, stored_tags, under
+
+#: At most this many close matches are named for a path or tag that matches nothing.
+CLOSEST = 3
 
 BoolArray = npt.NDArray[np.bool_]
 
@@ -87,6 +92,38 @@ class Facets:
     def missing_times(self) -> int:
         """How many chunks have no recorded time (ingested before times were recorded)."""
         return int(np.isnan(self.modified).sum())
+
+    @cached_property
+    def folders(self) -> list[str]:
+        """Every folder that holds a source, and every source, sorted."""
+        found = set(self.names)
+        for name in self.names:
+            parts = name.split("/")
+            found.update("/".join(parts[:end]) for end in range(1, len(parts)))
+        return sorted(found)
+
+    def unmatched(self, filters: Filters) -> list[str]:
+        """One phrase per path prefix or tag that matches no chunk at all, with the closest
+        stored folders or tags (``difflib``), so an empty result says why."""
+        said = []
+        for prefix in filters.paths:
+            if not any(under(name, prefix) for name in self._near(self.names, prefix)):
+                close = difflib.get_close_matches(prefix, self.folders, n=CLOSEST, cutoff=0.6)
+                said.append(f"no stored source lies under {prefix!r}{_closest(close)}")
+        for tag in filters.tags:
+            if not any(under(name, tag) for name in self._near(self.tag_names, tag)):
+                close = difflib.get_close_matches(tag, self.tag_names, n=CLOSEST, cutoff=0.6)
+                said.append(f"no stored tag matches {tag!r}{_closest(close)}")
+        return said
+
+    @staticmethod
+    def _near(names: Sequence[str], prefix: str) -> Sequence[str]:
+        """The names that could lie under ``prefix``: it and those after it up to ``prefix0``."""
+        return names[bisect.bisect_left(names, prefix) : bisect.bisect_left(names, prefix + "0")]
+
+
+def _closest(close: Sequence[str]) -> str:
+    return f" (closest: {', '.join(repr(c) for c in close)})" if close else " (no close match)"
 
 
 def time_of(value: object) -> float:

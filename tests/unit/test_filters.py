@@ -328,3 +328,57 @@ def test_a_store_ingested_before_times_were_recorded_says_so(scoped: Store) -> N
 
 def test_iso_is_utc() -> None:
     assert iso(MARCH) == "2024-03-01T00:00:00Z"
+
+
+@pytest.mark.parametrize(
+    ("spec", "said"),
+    [
+        ({"path": "bgu"}, "no stored source lies under 'bgu' (closest: 'bug'"),
+        ({"path": "ops/dbb"}, "no stored source lies under 'ops/dbb' (closest: 'ops/db'"),
+        ({"path": "zzzz"}, "no stored source lies under 'zzzz' (no close match)"),
+        ({"tags": "dbb"}, "no stored tag matches 'dbb' (closest: 'db'"),
+    ],
+    ids=["folder-typo", "subfolder-typo", "nothing-close", "tag-typo"],
+)
+def test_a_filter_that_matches_nothing_names_the_closest(
+    scoped: Store, spec: dict[str, Any], said: str
+) -> None:
+    LexicalSearcher(scoped)
+    retriever = CorrectiveRetriever.from_store(
+        scoped.folder, embeddings=BagOfWordsEmbeddings(), critic=None
+    )
+    out = retriever.run("backup", filters=spec)
+    assert out["documents"] == []
+    assert said in "\n".join(out["notes"])
+
+
+def test_a_filter_that_matches_something_names_nothing(scoped: Store) -> None:
+    index = LexicalSearcher(scoped).index
+    # 'bug' matches; 'bugs' too (its own folder): neither is unmatched, though 'bug' is a
+    # prefix of 'bugs' as a string.
+    assert index.unmatched(Filters(paths=("bug", "bugs"), tags=("db",))) == []
+
+
+def test_a_long_lived_searcher_sees_times_another_writer_rewrote(
+    tmp_path: Path,
+    write_notes: Callable[[dict[str, str]], Path],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ragbrain.store import type_index
+
+    notes = write_notes({"a.md": "# A\n\nbackup", "b.md": "# B\n\nredis"})
+    os.utime(notes / "a.md", (MARCH, MARCH))
+    ingest(notes, Store.open(tmp_path / "store", BagOfWordsEmbeddings(), create=True))
+    server = Store.open(tmp_path / "store", BagOfWordsEmbeddings())
+    searcher = LexicalSearcher(server)  # as a running MCP server holds it
+    april = Filters(after=APRIL)
+    assert [h["metadata"]["source"] for h in server.search("backup", 5, None, april)] == ["b.md"]
+    monkeypatch.setattr(type_index, "RECHECK_SECONDS", 0.0)
+
+    os.utime(notes / "a.md", (APRIL, APRIL))  # touched, text unchanged
+    report = ingest(notes, Store.open(tmp_path / "store", BagOfWordsEmbeddings()))
+
+    assert (report.added, report.retimed) == (0, 1)
+    assert int(searcher.index.scope_mask(None, april).sum()) == 2
+    found = sorted(h["metadata"]["source"] for h in server.search("backup", 5, None, april))
+    assert found == ["a.md", "b.md"]

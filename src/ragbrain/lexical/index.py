@@ -15,6 +15,7 @@ import hashlib
 import io
 import json
 import math
+import threading
 import zipfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -140,6 +141,7 @@ class LexicalIndex:
             )
         self.columns = columns
         self._masks: dict[tuple[tuple[str, ...], Filters], npt.NDArray[np.bool_]] = {}
+        self._masks_lock = threading.Lock()  # searches run in several threads (MCP server)
         self.ids = ids
         self.types = types
         self.flat = flat
@@ -206,21 +208,29 @@ class LexicalIndex:
         """The chunks (by position) of any of ``types`` (case-insensitively; None: every
         type) that pass ``filters``; the last few masks are kept. Do not modify it."""
         key = (tuple(sorted({fold(t) for t in types or ()})), filters or Filters())
-        kept = self._masks.get(key)
+        with self._masks_lock:
+            kept = self._masks.get(key)
         if kept is not None:
             return kept
         mask = self.facets.mask(key[1]) if key[1] else np.ones(len(self.ids), dtype=bool)
         if key[0]:
             codes = [code for t, code in self._type_codes.items() if fold(t) in key[0]]
             mask = mask & np.isin(self._doc_types, codes)
-        if len(self._masks) >= MASKS_KEPT:
-            self._masks.pop(next(iter(self._masks)))
-        self._masks[key] = mask
+        mask.flags.writeable = False  # shared by every caller
+        with self._masks_lock:
+            while len(self._masks) >= MASKS_KEPT:
+                self._masks.pop(next(iter(self._masks)))
+            self._masks[key] = mask
         return mask
 
     def missing_times(self) -> int:
         """How many indexed chunks have no recorded time."""
         return self.facets.missing_times()
+
+    def unmatched(self, filters: Filters) -> list[str]:
+        """The path prefixes and tags that match no indexed chunk, with the closest stored
+        ones (``Facets.unmatched``)."""
+        return self.facets.unmatched(filters)
 
     def ids_at(self, mask: npt.NDArray[np.bool_]) -> list[str]:
         """The ids of the chunks a mask keeps."""
@@ -251,6 +261,7 @@ class LexicalIndex:
         clone = copy.copy(self)
         clone.columns = (sources, tags, times)
         clone._masks = {}
+        clone._masks_lock = threading.Lock()
         clone.__dict__.pop("facets", None)
         return clone
 

@@ -84,13 +84,23 @@ def sync_lexical(
     return index
 
 
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size
+
+
 class LexicalSearcher:
-    """The index a graph searches, rechecked against the store's chunk count now and then.
+    """The index a graph searches, rechecked against the store now and then.
 
     A long-lived process (a server, Studio) thus sees chunks another process ingested
-    without reopening; the check is one ``count`` call at most every
-    ``type_index.RECHECK_SECONDS`` (one interval for every long-lived reader), and for an
-    embedded store only when its ``Store.version`` has changed.
+    without reopening; the check runs at most every ``type_index.RECHECK_SECONDS`` (one
+    interval for every long-lived reader), and for an embedded store only when its
+    ``Store.version`` has changed. Every writer saves the index after writing, so a changed
+    index file is read again (it also carries metadata rewritten in place: a file's new
+    time); otherwise a changed chunk count resyncs it.
     """
 
     def __init__(self, store: Store, index: LexicalIndex | None = None) -> None:
@@ -98,6 +108,7 @@ class LexicalSearcher:
         self.store = store
         self._version = store.version()  # before the sync: a write after it changes it
         self._index = sync_lexical(store, index)
+        self._file = _stamp(index_path(store))
         self._checked = time.monotonic()
         self._lock = threading.Lock()
         # The index holds every chunk's type: the store's type filter need not ask Chroma
@@ -114,9 +125,22 @@ class LexicalSearcher:
                 version = self.store.version()
                 if version is None or version != self._version:
                     self._version = version
-                    if self.store.count() != len(self._index):
+                    if _stamp(index_path(self.store)) != self._file:
+                        self._index = self._reread()
+                    elif self.store.count() != len(self._index):
                         self._index = sync_lexical(self.store, self._index)
+                        self._file = _stamp(index_path(self.store))
         return self._index
+
+    def _reread(self) -> LexicalIndex:
+        """The index file as another writer left it, brought in step (call with the lock)."""
+        try:
+            on_disk: LexicalIndex | None = LexicalIndex.load(index_path(self.store))
+        except LexicalIndexError:
+            on_disk = self._index
+        index = sync_lexical(self.store, on_disk)
+        self._file = _stamp(index_path(self.store))
+        return index
 
     def refresh(self) -> LexicalIndex:
         """Bring the index in step with the store now: after this process wrote to it, the
@@ -125,9 +149,5 @@ class LexicalSearcher:
         with self._lock:
             self._checked = time.monotonic()
             self._version = self.store.version()
-            try:
-                on_disk: LexicalIndex | None = LexicalIndex.load(index_path(self.store))
-            except LexicalIndexError:
-                on_disk = self._index
-            self._index = sync_lexical(self.store, on_disk)
+            self._index = self._reread()
         return self._index

@@ -70,6 +70,10 @@ class KnownScope(Protocol):
         """How many chunks have no recorded time."""
         ...
 
+    def unmatched(self, filters: Filters) -> list[str]:
+        """The path prefixes and tags that match no chunk, each with the closest ones."""
+        ...
+
 
 def scope_note(known: KnownScope | None, types: Sequence[str] | None, filters: Filters) -> str:
     """The trace line of a filtered search: what was filtered, and how many chunks it left."""
@@ -90,6 +94,7 @@ def scope_note(known: KnownScope | None, types: Sequence[str] | None, filters: F
         )
     if not matching:
         note += "; no chunk passes them, so nothing can be returned: widen or drop one"
+        note += "".join(f"; {phrase}" for phrase in known.unmatched(filters))
     return note
 
 
