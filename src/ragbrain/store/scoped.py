@@ -146,7 +146,9 @@ class ScopeVectors:
         norm = float(np.linalg.norm(query))
         if not norm or len(kept_ids) != len(ids):
             return None
-        distances = 1.0 - matrix @ (query / norm)
+        # einsum, not `@`: OpenBLAS's threaded matrix-vector product waits for its threads
+        # beside torch's and Chroma's (16 ms against 0.15 ms for 4,800 x 384, measured).
+        distances = 1.0 - np.einsum("ij,j->i", matrix, query / norm)
         distances[~np.isfinite(distances)] = 2.0
         top = np.argpartition(distances, k)[:k] if len(distances) > k else np.arange(len(ids))
         ordered = top[np.argsort(distances[top], kind="stable")]
