@@ -81,6 +81,16 @@ def iso(timestamp: float) -> str:
     return moment.isoformat().replace("+00:00", "Z")
 
 
+def time_label(value: object) -> str | None:
+    """A chunk's ``modified`` metadata as ISO UTC for people and clients; None if it has none."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    try:
+        return iso(float(value))
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
 def _items(value: Any, field: str) -> list[str]:
     """A non-empty list of non-blank strings from one string or a sequence of them."""
     if isinstance(value, str):

@@ -89,6 +89,7 @@ def test_filters_scope_the_query_and_survive_the_fallback(
     assert sources(query("--tag", "backup", "--tag", "s3", "--all-tags")) == {"bug/backup.md"}
     dated = query("--tag", "backup", "--before", "2020-01-01")
     assert sources(dated) == {"bug/old-backup.md"}
+    assert dated["documents"][0]["modified"] == "2019-06-01T00:00:00Z"  # type: ignore[index]
     assert sources(query("--before", "2024-01-01", "--after", "2023-01-01")) == {"ops/backup.md"}
     # A type no chunk has: the gate is poor, the fallback drops the type but keeps the path.
     widened = query("--type", "lesson", "--path", "bug")

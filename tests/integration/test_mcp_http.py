@@ -384,6 +384,7 @@ def test_every_tool(client: McpClient, served: dict[str, Any]) -> None:
         {"query": title, "path": "inbox", "tags": "backup", "after": "2000-01-01", "k": 5},
     )
     assert {c["source"] for c in only["chunks"]} == {written["source"]}
+    assert only["chunks"][0]["modified"].endswith("T00:00:00Z")  # the front matter's date
     bad = client.call("search", {"query": title, "path": "../../etc"})
     assert bad.is_error and "must not hold '..'" in bad.content[0].text  # type: ignore[union-attr]
     got["remember"], got["found"] = written, found["chunks"][0]["source"]

@@ -292,6 +292,11 @@ class Chunk(BaseModel):
     end_line: int | None = Field(description="The chunk's last line in the file (inclusive).")
     cite: str = Field(description="Where to quote it from: `source:START-END`.")
     title: str = Field(description="The note's title.")
+    modified: str | None = Field(
+        default=None,
+        description="The note's date as `after`/`before` read it (its front-matter `date:`, "
+        "else its file's time at ingest), ISO in UTC; None: ingested before it was recorded.",
+    )
     distance: float = Field(description="Cosine distance to the query (0 = same direction).")
     critic_score: float | None = Field(description="The critic's relevance score; None: off.")
     from_fallback: bool = Field(description="Found by the fallback search, not the first one.")

@@ -15,6 +15,7 @@ from ragbrain.critic.base import threshold_label
 from ragbrain.embeddings import model_name_of
 from ragbrain.errors import InvalidInputError, RagbrainError
 from ragbrain.factory import CriticChoice, resolve_critic
+from ragbrain.filters import MODIFIED_KEY, time_label
 from ragbrain.gates import run_gate
 from ragbrain.graph import build_graph
 from ragbrain.inbox import Inbox
@@ -227,6 +228,7 @@ class RagbrainService:
                         )
                     ),
                     title=_label(doc.metadata.get("title")),
+                    modified=time_label(doc.metadata.get(MODIFIED_KEY)),
                     distance=float(trace["distance"]),
                     critic_score=finite_or_none(trace["critic_score"]),
                     from_fallback=bool(trace["from_fallback"]),
