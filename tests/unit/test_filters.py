@@ -289,6 +289,9 @@ def test_ingest_records_times_and_rewrites_them_in_place(
     report = ingest(notes, store)
 
     assert (report.added, report.deleted, report.retimed) == (0, 0, 1)
+    assert report.summary().endswith(
+        "3 unchanged, 0 deleted, 0 files skipped, 1 chunks' times rewritten in place"
+    )
     assert set(store.all_ids()) == ids  # nothing re-embedded
     assert _by_source(store)["b.md"][MODIFIED_KEY] == int(APRIL)
     searcher = LexicalSearcher(store)

@@ -53,6 +53,7 @@ class IngestReport:
             line += f" ({folders} of them folders)" if folders else ""
             if self.pruned_excluded:
                 line += f", {self.pruned_excluded} chunks of excluded files pruned"
+        line += f", {self.retimed} chunks' times rewritten in place" if self.retimed else ""
         return line + (f", {self.restored} restored to the vector index" if self.restored else "")
 
 
