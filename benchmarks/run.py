@@ -12,6 +12,7 @@ BENCHMARKS = (
     "latency",
     "ingest_speed",
     "filter_speed",
+    "scope_speed",
     "mcp_roundtrip",
     "mcp_tools",
     "mcp_http",

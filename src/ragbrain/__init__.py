@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         StoreUnavailableError,
     )
     from ragbrain.factory import default_graph, open_graph
+    from ragbrain.filters import Filters
     from ragbrain.graph import build_graph
     from ragbrain.paths import default_store_path
     from ragbrain.reader import Excerpt, read_source
@@ -35,6 +36,7 @@ _WHERE = {
     "Critic": "ragbrain.critic",
     "CriticLoadError": "ragbrain.errors",
     "Excerpt": "ragbrain.reader",
+    "Filters": "ragbrain.filters",
     "InvalidInputError": "ragbrain.errors",
     "RETRIEVAL_KEY": "ragbrain.state",
     "RagbrainError": "ragbrain.errors",
@@ -60,6 +62,7 @@ __all__ = [
     "Critic",
     "CriticLoadError",
     "Excerpt",
+    "Filters",
     "InvalidInputError",
     "RagbrainError",
     "RetrievalContext",

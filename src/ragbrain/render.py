@@ -7,6 +7,7 @@ from typing import Any
 
 from rich.console import Console
 
+from ragbrain.filters import MODIFIED_KEY, time_label
 from ragbrain.state import RETRIEVAL_KEY, RetrievalOutput
 
 
@@ -52,6 +53,7 @@ def run_to_dict(query: str, output: RetrievalOutput) -> dict[str, Any]:
                     doc.metadata.get("page"),
                 ),
                 "title": doc.metadata.get("title"),
+                "modified": time_label(doc.metadata.get(MODIFIED_KEY)),  # ISO, UTC
                 "distance": doc.metadata[RETRIEVAL_KEY]["distance"],
                 "critic_score": doc.metadata[RETRIEVAL_KEY]["critic_score"],
                 "from_fallback": doc.metadata[RETRIEVAL_KEY]["from_fallback"],

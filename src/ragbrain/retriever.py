@@ -19,6 +19,7 @@ from pydantic import ConfigDict, Field
 from ragbrain.context import RetrievalContext
 from ragbrain.errors import InvalidInputError
 from ragbrain.factory import CriticChoice, OnCriticError, open_store_and_graph
+from ragbrain.filters import Filters
 from ragbrain.inputs import check_k, check_query, check_types
 from ragbrain.state import RetrievalInput, RetrievalOutput
 from ragbrain.store.resilience import StorePolicy
@@ -27,7 +28,7 @@ from ragbrain.typematch import unknown_types
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
-_CALL_KWARGS = frozenset({"k", "type_filter"})
+_CALL_KWARGS = frozenset({"k", "type_filter", "filters"})
 
 
 class CorrectiveRetriever(BaseRetriever):
@@ -42,6 +43,9 @@ class CorrectiveRetriever(BaseRetriever):
 
             retriever = CorrectiveRetriever.from_store("~/notes-store")
             docs = retriever.invoke("why did the nightly backup fail?", type_filter="bug")
+            docs = retriever.invoke(
+                "backup", filters={"path": "ops", "tags": ["db"], "after": "2024-01-01"}
+            )
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -50,6 +54,13 @@ class CorrectiveRetriever(BaseRetriever):
     context: RetrievalContext = Field(default_factory=RetrievalContext)
     k: int | None = Field(default=None, description="Fixed depth; None lets the query choose.")
     type_filter: str | list[str] | None = Field(default=None, description="Note type(s).")
+    # Any, checked by Filters.parse: pydantic would turn a dict into a dataclass silently.
+    filters: Any = Field(
+        default=None,
+        description="Path prefixes, tags and a time range every chunk must pass: a "
+        "``ragbrain.Filters`` or a dict of ``path``, ``tags``, ``all_tags``, ``after``, "
+        "``before`` (see ``ragbrain.filters``). A call's ``filters`` replaces it.",
+    )
     known_types: Callable[[], list[str]] | None = Field(
         default=None,
         exclude=True,
@@ -61,6 +72,7 @@ class CorrectiveRetriever(BaseRetriever):
         """Validate the instance's own settings at construction, not at the first query."""
         check_k(self.k)
         check_types(self.type_filter)
+        Filters.parse(self.filters)
 
     @classmethod
     def from_store(
@@ -122,11 +134,14 @@ class CorrectiveRetriever(BaseRetriever):
             raise InvalidInputError(
                 f"Unknown keyword argument(s) {sorted(unknown)}; allowed: {sorted(_CALL_KWARGS)}."
             )
-        merged = {"k": self.k, "type_filter": self.type_filter, **kwargs}
+        merged = {"k": self.k, "type_filter": self.type_filter, "filters": self.filters, **kwargs}
         k = check_k(merged["k"])
         context = self.context if k is None else dataclasses.replace(self.context, k=k)
+        filters = Filters.parse(merged["filters"])
         payload = RetrievalInput(
-            query=check_query(query), type_filter=check_types(merged["type_filter"])
+            query=check_query(query),
+            type_filter=check_types(merged["type_filter"]),
+            filters=filters.spec() if filters else None,
         )
         return payload, context
 
@@ -149,8 +164,9 @@ class CorrectiveRetriever(BaseRetriever):
     def run(self, query: str, **kwargs: Any) -> RetrievalOutput:
         """Run the graph and return everything it decided, not only the documents.
 
-        Takes the same keyword arguments as ``invoke`` (``k``, ``type_filter``); the result's
-        ``notes`` say, node by node, why the documents are what they are (also when empty).
+        Takes the same keyword arguments as ``invoke`` (``k``, ``type_filter``,
+        ``filters``); the result's ``notes`` say, node by node, why the documents are what
+        they are (also when empty).
         """
         payload, context = self._prepare(query, kwargs)
         output: RetrievalOutput = self.graph.invoke(payload, context=context)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NotRequired
 
 from langchain_core.documents import Document
 from typing_extensions import TypedDict
@@ -29,6 +29,9 @@ class RetrievalInput(TypedDict):
 
     query: str
     type_filter: list[str] | None
+    # Path, tag and date filters as JSON values (``ragbrain.filters.Filters.spec``); kept by
+    # the fallback, which widens the type filter only.
+    filters: NotRequired[dict[str, Any] | None]
 
 
 class RetrievalOutput(TypedDict):
@@ -53,6 +56,7 @@ class RetrievalState(TypedDict):
 
     query: str
     type_filter: list[str] | None
+    filters: NotRequired[dict[str, Any] | None]
     complexity: int
     # The most chunks handed over, from the query's complexity (or the caller's k) ...
     depth: int

@@ -205,6 +205,8 @@ def test_handshake_lists_the_strict_tools(real: Spawned) -> None:
     assert (k["minimum"], k["maximum"]) == (1, 50)
     assert tools["search"].annotations is not None
     assert tools["search"].annotations.read_only_hint is True
+    for name in ("path", "tags", "all_tags", "after", "before"):
+        assert search["properties"][name]["description"], name
 
 
 @pytest.mark.slow
@@ -389,6 +391,22 @@ BAD_SEARCHES: list[tuple[dict[str, Any], str]] = [
     ({"query": "backup", "top_k": 3}, "top_k"),
     ({"query": "backup", "type": ""}, "type"),
     ({"query": "backup", "type": 3}, "type"),
+    ({"query": "backup", "path": []}, "path"),
+    ({"query": "backup", "path": ""}, "path"),
+    ({"query": "backup", "path": 3}, "path"),
+    ({"query": "backup", "path": ["bug", 3]}, "path"),
+    ({"query": "backup", "path": "/etc"}, "path"),
+    ({"query": "backup", "path": "../outside/private"}, "path"),
+    ({"query": "backup", "path": ["x"] * 51}, "path"),
+    ({"query": "backup", "tags": []}, "tags"),
+    ({"query": "backup", "tags": "a,b"}, "tags"),
+    ({"query": "backup", "tags": {"any": "db"}}, "tags"),
+    ({"query": "backup", "all_tags": "true"}, "all_tags"),
+    ({"query": "backup", "after": "yesterday"}, "after"),
+    ({"query": "backup", "after": 1700000000}, "after"),
+    ({"query": "backup", "before": "2024-13-01"}, "before"),
+    ({"query": "backup", "filters": {"path": "bug"}}, "filters"),
+    ({"query": "backup", "tag": "db"}, "tag"),
 ]
 
 
@@ -409,6 +427,22 @@ BAD_SEARCHES: list[tuple[dict[str, Any], str]] = [
         "unknown-field",
         "type-empty",
         "type-number",
+        "path-empty-list",
+        "path-empty-string",
+        "path-number",
+        "path-item-number",
+        "path-absolute",
+        "path-dot-dot",
+        "path-too-many",
+        "tags-empty-list",
+        "tags-comma",
+        "tags-object",
+        "all-tags-string",
+        "after-words",
+        "after-epoch",
+        "before-bad-month",
+        "unknown-filters-object",
+        "unknown-tag-singular",
     ],
 )
 def test_bad_search_arguments_are_tool_errors_naming_the_field(
@@ -421,6 +455,26 @@ def test_bad_search_arguments_are_tool_errors_naming_the_field(
     # A search that reached the store would have crashed with the bare CRASH message.
     assert re.match(r"Error executing tool search: \d validation errors? for SearchArgs", text)
     assert re.search(rf"^{field}(\.|$)", text, re.MULTILINE), text
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"all_tags": True}, "all_tags needs tags"),
+        ({"after": "2024-04-01", "before": "2024-03-01"}, "must be earlier than before"),
+    ],
+    ids=["all-tags-alone", "reversed-range"],
+)
+def test_contradicting_filters_are_tool_errors(
+    fake: Spawned, arguments: dict[str, Any], message: str
+) -> None:
+    result = fake.client.call("search", {"query": "backup", **arguments})
+
+    assert result.is_error
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert re.match(r"Error executing tool search: 1 validation error for SearchArgs", text)
+    assert message in text and SECRET not in text
 
 
 @pytest.mark.slow

@@ -350,6 +350,14 @@ def test_every_tool(client: McpClient, served: dict[str, Any]) -> None:
     got: dict[str, Any] = {}
     assert {t.name for t in client.list_tools()} == {"search", "get", "remember", "ingest", "stats"}
     got["search"] = [_call(client, "search", {"query": q}) for q in QUERIES]
+    scoped = _call(
+        client, "search", {"query": "redis cache", "path": "bug", "tags": ["Redis", "#caching"]}
+    )
+    assert scoped["chunks"] and all(c["source"].startswith("bug/") for c in scoped["chunks"])
+    assert any(
+        "filters (path under 'bug'; tags any of 'redis', 'caching')" in n for n in scoped["notes"]
+    )
+    got["scoped"] = [(c["source"], c["chunk"]) for c in scoped["chunks"]]
     first = got["search"][0]["chunks"][0]
     got["get"] = _call(
         client, "get", {"source": first["source"], "chunk": first["chunk"], "neighbours": 2}
@@ -369,6 +377,16 @@ def test_every_tool(client: McpClient, served: dict[str, Any]) -> None:
     assert written["source"] == "inbox/rotate-the-backup-credentials-before-they-expire.md"
     found = _call(client, "search", {"query": title})
     assert found["chunks"][0]["source"] == written["source"]
+    # remember dated the note today and tagged it: path, tag and date filters find it alone.
+    only = _call(
+        client,
+        "search",
+        {"query": title, "path": "inbox", "tags": "backup", "after": "2000-01-01", "k": 5},
+    )
+    assert {c["source"] for c in only["chunks"]} == {written["source"]}
+    assert only["chunks"][0]["modified"].endswith("T00:00:00Z")  # the front matter's date
+    bad = client.call("search", {"query": title, "path": "../../etc"})
+    assert bad.is_error and "must not hold '..'" in bad.content[0].text  # type: ignore[union-attr]
     got["remember"], got["found"] = written, found["chunks"][0]["source"]
     got["get-new"] = _call(client, "get", {"source": written["source"]})["text"]
     stats = _call(client, "stats", {})

@@ -119,7 +119,7 @@ def test_studio_shows_the_context_knobs(studio: Studio) -> None:
     for name in ("gate_threshold", "depth_tiers", "critic_threshold", "k", "markers"):
         assert knobs[name]["description"], name
     assert knobs["gate_threshold"].get("default") is None  # resolved per store and model
-    assert set(inputs["properties"]) == {"query", "type_filter"}
+    assert set(inputs["properties"]) == {"query", "type_filter", "filters"}
     assert "documents" in outputs["properties"]
 
 

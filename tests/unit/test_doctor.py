@@ -77,3 +77,16 @@ def test_an_unreadable_lexical_index_is_a_problem(fake_store: Store, name: str) 
     (fake_store.folder / name).write_bytes(b"not an index")
     found = problems(diagnose(fake_store.location, embeddings=BagOfWordsEmbeddings()))
     assert "cannot be read" in found["lexical index"].message
+
+
+def test_chunks_without_a_time_get_the_command_that_records_it(fake_store: Store) -> None:
+    healthy = {f.check: f for f in diagnose(fake_store.location)}
+    assert healthy["times"].message.startswith("every chunk has its note's time")
+    ids = fake_store.all_ids()
+    fake_store.update_metadata(ids[:2], [{"modified": None}] * 2)  # as an older ingest left them
+
+    times = {f.check: f for f in diagnose(fake_store.location)}["times"]
+
+    assert times.ok and f"2 of {len(ids)} chunks have no recorded time" in times.message
+    root = fake_store.rows(ids[:1])[0][2]["root"]
+    assert f"`ragbrain ingest {root}` again" in times.fix

@@ -17,6 +17,7 @@ EXPECTED_ALL = [
     "Critic",
     "CriticLoadError",
     "Excerpt",
+    "Filters",
     "InvalidInputError",
     "RagbrainError",
     "RetrievalContext",

@@ -178,7 +178,7 @@ def test_save_and_load_round_trip_without_pickle(tmp_path: Path) -> None:
     path = tmp_path / "lexical.npz"
     index.save(path)
     with np.load(path, allow_pickle=False) as data:  # would raise on any object array
-        assert set(data.files) == {"header", "indptr", "terms"}
+        assert set(data.files) == {"header", "indptr", "terms", "modified"}
     loaded = LexicalIndex.load(path)
     assert loaded.ids == index.ids and loaded.fingerprint == index.fingerprint
     assert [h.id for h in loaded.search("expired", 5)] == [h.id for h in index.search("expired", 5)]

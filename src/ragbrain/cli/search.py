@@ -22,19 +22,50 @@ def query(
         list[str] | None, typer.Option("--type", help="Only these note types (repeatable).")
     ] = None,
     k: Annotated[int | None, typer.Option("--k", help="Fixed depth (1-100).")] = None,
+    path: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--path",
+            help="Only notes under this folder or file, relative to the ingested folder as "
+            "results show it (repeatable: any of them).",
+        ),
+    ] = None,
+    tag: Annotated[
+        list[str] | None,
+        typer.Option("--tag", help="Only notes with this tag, any case (repeatable: any of them)."),
+    ] = None,
+    all_tags: Annotated[
+        bool, typer.Option("--all-tags", help="With several --tag: notes with all of them.")
+    ] = False,
+    after: Annotated[
+        str | None,
+        typer.Option(
+            "--after",
+            help="Only notes dated on or after DATE (ISO; front-matter date, else the file's "
+            "time at ingest; no zone: UTC).",
+        ),
+    ] = None,
+    before: Annotated[
+        str | None, typer.Option("--before", help="Only notes dated before DATE (ISO).")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     store: StoreOption = None,
     critic: Annotated[bool, typer.Option(help="Run the critic (when one is installed).")] = True,
     server: ServerOption = None,
 ) -> None:
-    """Retrieve chunks for TEXT and show every decision the pipeline made."""
+    """Retrieve chunks for TEXT and show every decision the pipeline made.
+
+    Filters combine with AND; the fallback search widens only --type."""
+    from ragbrain.filters import Filters
     from ragbrain.inputs import check_k, check_query, check_types
     from ragbrain.store.connect import check_location
 
+    spec = {"path": path or None, "tags": tag or None, "all_tags": all_tags}
     try:  # bad input answers at once, before any model or store loads
         check_query(text)
         check_k(k)
         check_types(type_ or None)
+        filters = Filters.parse({**spec, "after": after, "before": before})
         check_location(store, server, create=False)
     except RagbrainError as exc:
         raise fail(exc) from exc
@@ -49,7 +80,7 @@ def query(
             server=server,
             policy=StorePolicy.from_env(),
         )
-        output = retriever.run(text, k=k, type_filter=type_ or None)
+        output = retriever.run(text, k=k, type_filter=type_ or None, filters=filters)
         unknown = retriever.unknown_types(type_ or None)
     except RagbrainError as exc:
         raise fail(exc) from exc

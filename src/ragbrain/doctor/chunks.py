@@ -86,6 +86,24 @@ def check_chunks(
     return metadatas, findings
 
 
+def check_times(metadatas: dict[str, dict[str, Any]]) -> Finding:
+    """Chunks without a recorded time (ingested before ragbrain recorded one): a date filter
+    (``--after`` / ``--before``) leaves them out; a new ingest records it, embedding nothing."""
+    from ragbrain.filters import MODIFIED_KEY
+
+    missing = [m for m in metadatas.values() if not isinstance(m.get(MODIFIED_KEY), int | float)]
+    if not missing:
+        return Finding("times", True, "every chunk has its note's time (for --after/--before)")
+    roots = " ".join(sorted({str(m.get("root")) for m in missing if m.get("root")})) or "NOTES_DIR"
+    return Finding(
+        "times",
+        True,
+        f"{len(missing)} of {len(metadatas)} chunks have no recorded time (ingested before "
+        "ragbrain recorded one): date filters (--after/--before) leave them out",
+        f"`ragbrain ingest {roots}` again records their times without embedding anything",
+    )
+
+
 def list_types(metadatas: dict[str, dict[str, Any]]) -> Finding:
     """Every type with its chunk and file counts; types that differ only in case are named
     (a type filter matches them all, which may or may not be what was meant)."""

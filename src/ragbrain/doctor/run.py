@@ -5,7 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ragbrain.doctor.chunks import check_chunks, check_languages, check_link_lists, list_types
+from ragbrain.doctor.chunks import (
+    check_chunks,
+    check_languages,
+    check_link_lists,
+    check_times,
+    list_types,
+)
 from ragbrain.doctor.finding import Finding
 from ragbrain.doctor.lexical import check_lexical
 from ragbrain.doctor.vectors import check_dimension, check_self_retrieval, check_space
@@ -71,4 +77,5 @@ def diagnose(
     if metadatas:
         findings.append(list_types(metadatas))
         findings.append(check_link_lists(metadatas))
+        findings.append(check_times(metadatas))
     return findings

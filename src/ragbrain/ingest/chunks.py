@@ -10,6 +10,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from ragbrain.embeddings import minilm_path, set_offline
+from ragbrain.filters import MODIFIED_KEY
 from ragbrain.ingest.spans import line_spans
 
 if TYPE_CHECKING:
@@ -32,8 +33,14 @@ class Chunk:
 
 def chunk_id(text: str, metadata: dict[str, Any]) -> str:
     """Same text and metadata (file, place, type, title, tags) -> same id; any change, also
-    to the front matter alone, gives a new one, so a re-ingest rewrites the chunk."""
-    key = json.dumps(metadata, sort_keys=True, ensure_ascii=False) + "\x00" + text
+    to the front matter alone, gives a new one, so a re-ingest rewrites the chunk.
+
+    The note's time (``modified``) is left out: an edit moves the whole file's time, and a
+    chunk whose text did not change keeps its id and vector (ingest rewrites its time in
+    place), as does every chunk of a store ingested before times were recorded.
+    """
+    kept = {key: value for key, value in metadata.items() if key != MODIFIED_KEY}
+    key = json.dumps(kept, sort_keys=True, ensure_ascii=False) + "\x00" + text
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
 
 
@@ -71,7 +78,8 @@ def splitter(chunk_tokens: int = CHUNK_TOKENS, overlap: int = OVERLAP_TOKENS) ->
 
 
 def chunk_note(note: NoteFile, text_splitter: TextSplitter | None = None) -> list[Chunk]:
-    """Split a note; each chunk carries source, root, type, chunk index, title, tags, and
+    """Split a note; each chunk carries source, root, type, chunk index, title, tags, its
+    note's time (``modified``: seconds since the epoch, see ``read_note``), and
     where it lies in the file: ``start_line``/``end_line`` (1-based, inclusive) and
     ``start_index`` (its offset in the body, after the front matter); a PDF's chunks carry
     their ``page`` instead (``chunk_pages``)."""
@@ -92,6 +100,7 @@ def chunk_note(note: NoteFile, text_splitter: TextSplitter | None = None) -> lis
             "start_line": span.start_line,
             "end_line": span.end_line,
             "start_index": span.start_index,
+            **_time(note),
         }
         chunks.append(Chunk(id=chunk_id(text, metadata), text=text, metadata=metadata))
     return with_aliases(note, chunks)
@@ -112,9 +121,15 @@ def chunk_pages(note: NoteFile, text_splitter: TextSplitter) -> list[Chunk]:
                 "title": note.title,
                 "tags": ", ".join(note.tags),
                 "page": page,
+                **_time(note),
             }
             chunks.append(Chunk(id=chunk_id(text, metadata), text=text, metadata=metadata))
     return chunks
+
+
+def _time(note: NoteFile) -> dict[str, Any]:
+    """The note's time as chunk metadata (none when unknown: Chroma refuses None)."""
+    return {} if note.modified is None else {MODIFIED_KEY: note.modified}
 
 
 def with_aliases(note: NoteFile, chunks: list[Chunk]) -> list[Chunk]:

@@ -10,6 +10,8 @@ from typing import Any
 
 import yaml
 
+from ragbrain.errors import InvalidInputError
+from ragbrain.filters import to_timestamp
 from ragbrain.ingest import formats, obsidian
 from ragbrain.ingest.ignore import IgnoreRules
 
@@ -31,6 +33,9 @@ class NoteFile:
     aliases: tuple[str, ...] = field(default=())
     pages: tuple[str, ...] = field(default=())  # a PDF's page texts: chunks carry page numbers
     first_line: int = 1  # the file's line (1-based) where ``body`` begins
+    #: Seconds since the epoch: the front matter's ``date:``, else the file's modification
+    #: time when it was read (None: unknown).
+    modified: int | None = None
 
     @property
     def source(self) -> str:
@@ -91,6 +96,21 @@ def _title(meta: dict[str, Any], body: str, path: Path) -> str:
     return path.stem
 
 
+def note_time(meta: dict[str, Any], path: Path) -> int | None:
+    """The note's time in seconds since the epoch: its front matter's ``date:`` (an ISO date
+    or date-time; without a zone, UTC), else the file's modification time."""
+    date = meta.get("date")
+    if date is not None and not isinstance(date, bool):
+        try:
+            return int(to_timestamp(date, "date"))
+        except (InvalidInputError, OverflowError, OSError, ValueError):
+            pass  # not a date: the file's own time stands
+    try:
+        return int(path.stat().st_mtime)
+    except OSError:
+        return None
+
+
 def read_note(root: Path, path: Path, type_: str | None, max_bytes: int = MAX_BYTES) -> NoteFile:
     """Read one file. The type is ``type_``, else the front matter's, else the folder's name.
 
@@ -125,6 +145,7 @@ def read_note(root: Path, path: Path, type_: str | None, max_bytes: int = MAX_BY
         tags=listed,
         aliases=obsidian.aliases(meta),
         first_line=1 + skipped_lines,
+        modified=note_time(meta, path),
     )
 
 
@@ -143,6 +164,7 @@ def read_document(root: Path, path: Path, type_: str | None, max_bytes: int) -> 
         title=document.title or path.stem,
         body="\n\n".join(p for p in document.pages if p),
         pages=document.pages if document.paged else (),
+        modified=note_time({}, path),
     )
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ragbrain.filters import MODIFIED_KEY
 from ragbrain.ingest.chunks import Chunk, chunk_note
 from ragbrain.ingest.files import MAX_BYTES, Skipped, scan_notes
 from ragbrain.ingest.ignore import IgnoreRules
@@ -36,6 +37,9 @@ class IngestReport:
     excluded: list[Path] = field(default_factory=list)
     #: Of ``deleted``, the chunks of files that are still there but now left out.
     pruned_excluded: int = 0
+    #: Of ``unchanged``, the chunks whose time was rewritten in place (not embedded again):
+    #: their file was touched or edited elsewhere, or they were ingested before times were.
+    retimed: int = 0
 
     def summary(self) -> str:
         """One line for people."""
@@ -49,6 +53,7 @@ class IngestReport:
             line += f" ({folders} of them folders)" if folders else ""
             if self.pruned_excluded:
                 line += f", {self.pruned_excluded} chunks of excluded files pruned"
+        line += f", {self.retimed} chunks' times rewritten in place" if self.retimed else ""
         return line + (f", {self.restored} restored to the vector index" if self.restored else "")
 
 
@@ -112,20 +117,25 @@ def ingest(
         # A folder is compared with everything ingested from its root; a file only with its
         # own chunks (reading every chunk of a 10k-chunk root costs ~2 s).
         whole = Path(path).expanduser().absolute().is_dir()
-        existing = store.ids_by_source(str(root), None if whole else [n.source for n in notes])
+        stored = store.metadata_by_source(str(root), None if whole else [n.source for n in notes])
+        existing = {source: set(chunks) for source, chunks in stored.items()}
 
         wanted: dict[str, set[str]] = {}
         to_write: list[Chunk] = []
+        to_retime: list[Chunk] = []
         for note in notes:
             chunks = chunk_note(note)
             ids = {c.id for c in chunks}
             wanted[note.source] = ids
             have = existing.get(note.source, set())
             to_write += [c for c in chunks if c.id not in have]
+            to_retime += stale_times(chunks, stored.get(note.source, {}))
             report.unchanged += len(ids & have)
 
         write_chunks(store, to_write, progress)
         report.added = len(to_write)
+        retime(store, to_retime)
+        report.retimed = len(to_retime)
 
         stale: list[str] = []
         for source, ids in existing.items():
@@ -140,10 +150,25 @@ def ingest(
         # The lexical index (hybrid search) follows: new chunks tokenized, stale ones dropped.
         from ragbrain.lexical.sync import sync_lexical
 
-        index = sync_lexical(store)
+        index = sync_lexical(store, changed={c.id: c.metadata for c in to_retime})
         # Rare types' vectors are kept beside the store for fast type-filtered search.
         store.keep_small_types(index)
     return report
+
+
+def stale_times(chunks: list[Chunk], stored: dict[str, dict[str, object]]) -> list[Chunk]:
+    """The chunks already stored (same id) whose stored time differs from the note's now."""
+    return [
+        c
+        for c in chunks
+        if c.id in stored and stored[c.id].get(MODIFIED_KEY) != c.metadata.get(MODIFIED_KEY)
+    ]
+
+
+def retime(store: Store, chunks: list[Chunk]) -> None:
+    """Rewrite the metadata (the time) of stored chunks in place, without embedding them."""
+    if chunks:
+        store.update_metadata([c.id for c in chunks], [c.metadata for c in chunks])
 
 
 def _left_out(rules: IgnoreRules, root: Path, source: str) -> bool:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from ragbrain.ingest.chunks import Chunk, chunk_note
 from ragbrain.ingest.files import MAX_BYTES, NoteFile, Skipped, list_candidates, read_note
-from ragbrain.ingest.run import write_chunks
+from ragbrain.ingest.run import retime, stale_times, write_chunks
 
 if TYPE_CHECKING:
     from ragbrain.store import Store
@@ -117,9 +117,11 @@ def apply_changes(
         for candidate in list_candidates(root) if root.is_dir() else []:
             path = candidate.path if isinstance(candidate, Skipped) else candidate
             found[path.relative_to(root).as_posix()] = candidate
-        existing = store.ids_by_source(str(root))
+        stored = store.metadata_by_source(str(root))
+        existing = {source: set(chunks) for source, chunks in stored.items()}
         paths = list(paths)
         to_write: list[Chunk] = []
+        to_retime: list[Chunk] = []
         stale: list[str] = []
         for source in sorted(_affected(root, paths, set(existing) | set(found))):
             item = found.get(source)
@@ -143,13 +145,16 @@ def apply_changes(
             old = sorted(have - wanted)
             to_write += new
             stale += old
+            to_retime += stale_times(chunks, stored.get(source, {}))
             if new or old:
                 update.changes.append(Change(source, added=len(new), deleted=len(old)))
-        if not to_write and not stale:
+        if not to_write and not stale and not to_retime:
             return update
         write_chunks(store, to_write)
         store.delete(stale)
+        retime(store, to_retime)
         from ragbrain.lexical.sync import sync_lexical
 
-        store.keep_small_types(sync_lexical(store))
+        changed = {c.id: c.metadata for c in to_retime}
+        store.keep_small_types(sync_lexical(store, changed=changed))
     return update

@@ -16,6 +16,7 @@ from ragbrain.lexical.tokens import Language, script_counts
 from ragbrain.state import Hit
 
 if TYPE_CHECKING:
+    from ragbrain.filters import Filters
     from ragbrain.lexical.index import LexicalIndex
     from ragbrain.store import Store
 
@@ -124,19 +125,23 @@ def hybrid_search(
     types: Sequence[str] | None = None,
     *,
     trust_dense: bool = True,
+    filters: Filters | None = None,
 ) -> tuple[list[Hit], int]:
     """Dense and BM25 search, fused by RRF; every hit carries its cosine distance to ``query``.
 
     Args:
         trust_dense: False gives the dense ranking weight 0 (the embedding model cannot read
             the query's language): BM25's order stands, dense hits only fill in after it.
+        filters: Path, tag and date filters both sides apply.
 
     Returns:
         The ``k`` fused hits (best first) and how many of them only the lexical side found.
     """
     depth = max(k, CANDIDATES)
-    dense = store.search(query, depth, types)
-    lexical = [hit.id for hit in index.search(query, depth, types)]
+    dense = (
+        store.search(query, depth, types, filters) if filters else store.search(query, depth, types)
+    )
+    lexical = [hit.id for hit in index.search(query, depth, types, filters)]
     hits = fuse_hits(store, query, [dense, lexical], k, fusion_weights(trust_dense))
     dense_ids = {hit["id"] for hit in dense}
     return hits, sum(hit["id"] not in dense_ids for hit in hits)

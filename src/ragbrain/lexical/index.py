@@ -2,18 +2,24 @@
 
 The index keeps, per chunk, its id, its note type and its term ids, so that an update
 tokenizes only new chunks and rebuilds the score matrix from the kept terms (about a second
-for 100k chunks). Everything is one ``.npz`` file of plain arrays, read with
-``allow_pickle=False``; the ids, types and vocabulary ride in it as UTF-8 JSON bytes.
+for 100k chunks); and its source, tags and time, so that a path, tag or date filter is a mask
+over its positions (``ragbrain.facets``). Everything is one ``.npz`` file of plain arrays, read
+with ``allow_pickle=False``; the ids, types, sources, tags and vocabulary ride in it as UTF-8
+JSON bytes.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import io
 import json
+import math
+import threading
 import zipfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -22,14 +28,31 @@ import numpy.typing as npt
 
 from ragbrain.atomic import write_bytes
 from ragbrain.errors import RagbrainError
+from ragbrain.facets import Facets, time_of
+from ragbrain.filters import MODIFIED_KEY, Filters
 from ragbrain.lexical.tokens import TOKENIZER_VERSION, tokenize
 from ragbrain.typematch import fold
 
-FORMAT = "ragbrain-lexical/1"
+# /2 adds each chunk's source, tags and time; a /1 file is rebuilt (with a warning).
+FORMAT = "ragbrain-lexical/2"
+#: Masks of the last few (types, filters) asked, reused while the index is the same.
+MASKS_KEPT = 16
 K1 = 1.2  # Lucene's defaults, as BEIR's BM25 baseline (Elasticsearch) uses
 B = 0.75
 
 IntArray = npt.NDArray[np.int32]
+#: Per chunk: its source, its tags as stored (comma-joined) and its time (NaN: none).
+Columns = tuple[list[str], list[str], list[float]]
+
+
+def columns_of(metadatas: Sequence[Mapping[str, Any] | None]) -> Columns:
+    """The source, tags and time columns of chunks with this metadata."""
+    metas = [meta or {} for meta in metadatas]
+    return (
+        [str(m.get("source", "")) for m in metas],
+        [m["tags"] if isinstance(m.get("tags"), str) else "" for m in metas],
+        [time_of(m.get(MODIFIED_KEY)) for m in metas],
+    )
 
 
 class LexicalIndexError(RagbrainError, RuntimeError):
@@ -105,13 +128,20 @@ class LexicalIndex:
         flat: IntArray,
         indptr: npt.NDArray[np.int64],
         vocab: dict[str, int],
+        columns: Columns | None = None,
     ) -> None:
-        """Index tokenized chunks: chunk ``i``'s term ids are ``flat[indptr[i]:indptr[i + 1]]``."""
-        if not len(ids) == len(types) == len(indptr) - 1:
+        """Index tokenized chunks: chunk ``i``'s term ids are ``flat[indptr[i]:indptr[i + 1]]``;
+        ``columns`` are their sources, tags and times (None: unknown, as for no metadata)."""
+        if columns is None:
+            columns = ([""] * len(ids), [""] * len(ids), [math.nan] * len(ids))
+        if not len(ids) == len(types) == len(indptr) - 1 == len(columns[0]):
             raise LexicalIndexError(
-                f"ids, types and term offsets differ in length: {len(ids)}, {len(types)}, "
-                f"{len(indptr) - 1}."
+                f"ids, types, term offsets and metadata differ in length: {len(ids)}, "
+                f"{len(types)}, {len(indptr) - 1}, {len(columns[0])}."
             )
+        self.columns = columns
+        self._masks: dict[tuple[tuple[str, ...], Filters], npt.NDArray[np.bool_]] = {}
+        self._masks_lock = threading.Lock()  # searches run in several threads (MCP server)
         self.ids = ids
         self.types = types
         self.flat = flat
@@ -129,10 +159,17 @@ class LexicalIndex:
         self._bm25 = _bm25s_scorer(data, docs, term_ptr, len(ids))
 
     @classmethod
-    def build(cls, ids: Sequence[str], texts: Sequence[str], types: Sequence[str]) -> LexicalIndex:
-        """Tokenize ``texts`` and index them under ``ids``."""
+    def build(
+        cls,
+        ids: Sequence[str],
+        texts: Sequence[str],
+        types: Sequence[str],
+        metadatas: Sequence[Mapping[str, Any] | None] | None = None,
+    ) -> LexicalIndex:
+        """Tokenize ``texts`` and index them under ``ids`` (with their ``metadatas``, for
+        path, tag and date filters)."""
         empty = cls([], [], np.zeros(0, np.int32), np.zeros(1, np.int64), {})
-        return empty.updated(set(), ids, texts, types)
+        return empty.updated(set(), ids, texts, types, metadatas)
 
     def __len__(self) -> int:
         """Number of indexed chunks."""
@@ -156,16 +193,90 @@ class LexicalIndex:
         """Indexed chunks per type."""
         return dict(self._type_counts)
 
+    @cached_property
+    def facets(self) -> Facets:
+        """The chunks' sources, tags and times as arrays (built on first use)."""
+        return Facets(*self.columns)
+
+    def position(self, id_: str) -> int | None:
+        """The chunk's position in the index (and in its masks); None if not indexed."""
+        return self._position.get(id_)
+
+    def scope_mask(
+        self, types: Sequence[str] | None, filters: Filters | None
+    ) -> npt.NDArray[np.bool_]:
+        """The chunks (by position) of any of ``types`` (case-insensitively; None: every
+        type) that pass ``filters``; the last few masks are kept. Do not modify it."""
+        key = (tuple(sorted({fold(t) for t in types or ()})), filters or Filters())
+        with self._masks_lock:
+            kept = self._masks.get(key)
+        if kept is not None:
+            return kept
+        mask = self.facets.mask(key[1]) if key[1] else np.ones(len(self.ids), dtype=bool)
+        if key[0]:
+            codes = [code for t, code in self._type_codes.items() if fold(t) in key[0]]
+            mask = mask & np.isin(self._doc_types, codes)
+        mask.flags.writeable = False  # shared by every caller
+        with self._masks_lock:
+            while len(self._masks) >= MASKS_KEPT:
+                self._masks.pop(next(iter(self._masks)))
+            self._masks[key] = mask
+        return mask
+
+    def missing_times(self) -> int:
+        """How many indexed chunks have no recorded time."""
+        return self.facets.missing_times()
+
+    def unmatched(self, filters: Filters) -> list[str]:
+        """The path prefixes and tags that match no indexed chunk, with the closest stored
+        ones (``Facets.unmatched``)."""
+        return self.facets.unmatched(filters)
+
+    def ids_at(self, mask: npt.NDArray[np.bool_]) -> list[str]:
+        """The ids of the chunks a mask keeps."""
+        return [self.ids[i] for i in np.flatnonzero(mask).tolist()]
+
+    def sources_of(self, ids: Iterable[str]) -> set[str]:
+        """The sources of the given indexed chunks."""
+        positions = [p for p in (self._position.get(i) for i in ids) if p is not None]
+        return {self.columns[0][p] for p in positions}
+
+    def ids_of_sources(self, sources: Iterable[str]) -> list[str]:
+        """Every indexed chunk id whose source is one of ``sources``."""
+        wanted = set(sources)
+        return [i for i, s in zip(self.ids, self.columns[0], strict=True) if s in wanted]
+
+    def with_metadata(self, changed: Mapping[str, Mapping[str, Any]]) -> LexicalIndex:
+        """The same index with new sources, tags and times for the ``changed`` chunks (ids
+        it does not hold are ignored); terms and scores are shared, nothing is re-tokenized."""
+        positions = {
+            p: meta for i, meta in changed.items() if (p := self._position.get(i)) is not None
+        }
+        if not positions:
+            return self
+        sources, tags, times = list(self.columns[0]), list(self.columns[1]), list(self.columns[2])
+        for position, meta in positions.items():
+            new = columns_of([meta])
+            sources[position], tags[position], times[position] = new[0][0], new[1][0], new[2][0]
+        clone = copy.copy(self)
+        clone.columns = (sources, tags, times)
+        clone._masks = {}
+        clone._masks_lock = threading.Lock()
+        clone.__dict__.pop("facets", None)
+        return clone
+
     def updated(
         self,
         drop: set[str],
         ids: Sequence[str],
         texts: Sequence[str],
         types: Sequence[str],
+        metadatas: Sequence[Mapping[str, Any] | None] | None = None,
     ) -> LexicalIndex:
         """A new index without the ``drop`` ids and with (or replacing) the given chunks.
 
-        Only the new texts are tokenized; kept chunks reuse their stored terms.
+        Only the new texts are tokenized; kept chunks reuse their stored terms. ``metadatas``
+        (one per new chunk; None: none known) gives their sources, tags and times.
         """
         replaced = drop | set(ids)
         keep = np.array([id_ not in replaced for id_ in self.ids], dtype=bool)
@@ -180,7 +291,15 @@ class LexicalIndex:
         indptr = np.concatenate([[0], np.cumsum(all_lengths)]).astype(np.int64)
         kept_ids = [id_ for id_, k in zip(self.ids, keep, strict=True) if k]
         kept_types = [t for t, k in zip(self.types, keep, strict=True) if k]
-        return LexicalIndex(kept_ids + list(ids), kept_types + list(types), flat, indptr, vocab)
+        new = columns_of(list(metadatas) if metadatas is not None else [None] * len(ids))
+        kept = keep.tolist()
+        sources = [v for v, k in zip(self.columns[0], kept, strict=True) if k] + new[0]
+        tags = [v for v, k in zip(self.columns[1], kept, strict=True) if k] + new[1]
+        times = [v for v, k in zip(self.columns[2], kept, strict=True) if k] + new[2]
+        columns = (sources, tags, times)
+        return LexicalIndex(
+            kept_ids + list(ids), kept_types + list(types), flat, indptr, vocab, columns
+        )
 
     def query_terms(self, query: str) -> list[int]:
         """The query's term ids that the index knows (unknown terms cannot match)."""
@@ -191,19 +310,28 @@ class LexicalIndex:
         term counts again, as in bm25s)."""
         return np.asarray(self._bm25.get_scores_from_ids(list(terms)), dtype=np.float32)
 
-    def search(self, query: str, k: int, types: Sequence[str] | None = None) -> list[LexicalHit]:
+    def search(
+        self,
+        query: str,
+        k: int,
+        types: Sequence[str] | None = None,
+        filters: Filters | None = None,
+    ) -> list[LexicalHit]:
         """The ``k`` best BM25 matches of ``query``, best first; only chunks scoring above 0.
 
         Args:
             query: Any text; one without index terms (stop words, emoji) finds nothing.
             k: At most this many hits.
             types: Only chunks of these note types (any case); None or empty for all.
+            filters: Only chunks that pass these path, tag and date filters.
         """
         terms = self.query_terms(query)
         if not terms or not self.ids:
             return []
         scores = self.scores(terms)
-        if types:
+        if filters:
+            scores = np.where(self.scope_mask(types, filters), scores, np.float32(0.0))
+        elif types:
             # Case-insensitive, as every type filter (see ragbrain.typematch).
             wanted = {fold(t) for t in types}
             codes = [code for t, code in self._type_codes.items() if fold(t) in wanted]
@@ -222,12 +350,15 @@ class LexicalIndex:
             "fingerprint": self.fingerprint,
             "ids": self.ids,
             "types": self.types,
+            "sources": self.columns[0],
+            "tags": self.columns[1],
             "vocab": sorted(self.vocab, key=self.vocab.__getitem__),
         }
         arrays: dict[str, Any] = {
             "header": np.frombuffer(json.dumps(header, ensure_ascii=False).encode(), np.uint8),
             "indptr": self.indptr,
             "terms": self.flat,
+            "modified": np.asarray(self.columns[2], dtype=np.float64),
         }
         buffer = io.BytesIO()
         np.savez(buffer, **arrays)
@@ -248,6 +379,9 @@ class LexicalIndex:
                 header = json.loads(bytes(data["header"]).decode("utf-8"))
                 indptr = np.asarray(data["indptr"], dtype=np.int64)
                 flat = np.asarray(data["terms"], dtype=np.int32)
+                times = np.asarray(
+                    data["modified"] if "modified" in data.files else [], dtype=np.float64
+                )
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
             raise LexicalIndexError(f"The lexical index {path} is unreadable: {exc}.") from exc
         if not isinstance(header, dict) or header.get("format") != FORMAT:
@@ -258,11 +392,18 @@ class LexicalIndex:
                 f"{header.get('tokenizer')!r}, not {TOKENIZER_VERSION!r}."
             )
         ids, types, vocab = header.get("ids"), header.get("types"), header.get("vocab")
-        if not (isinstance(ids, list) and isinstance(types, list) and isinstance(vocab, list)):
+        sources, tags = header.get("sources"), header.get("tags")
+        lists = (ids, types, vocab, sources, tags)
+        if not all(isinstance(value, list) for value in lists):
             raise LexicalIndexError(f"The lexical index {path} has a malformed header.")
+        assert isinstance(ids, list) and isinstance(types, list) and isinstance(vocab, list)
+        assert isinstance(sources, list) and isinstance(tags, list)
         n = len(ids)
         valid = (
             len(types) == n
+            and len(sources) == n
+            and len(tags) == n
+            and times.shape == (n,)
             and indptr.shape == (n + 1,)
             and (n == 0 or (indptr[0] == 0 and indptr[-1] == len(flat)))
             and bool(np.all(np.diff(indptr) >= 0))
@@ -270,7 +411,8 @@ class LexicalIndex:
         )
         if not valid:
             raise LexicalIndexError(f"The lexical index {path} is inconsistent (corrupt?).")
-        index = cls(ids, types, flat, indptr, {t: i for i, t in enumerate(vocab)})
+        columns = (sources, tags, times.tolist())
+        index = cls(ids, types, flat, indptr, {t: i for i, t in enumerate(vocab)}, columns)
         if index.fingerprint != header.get("fingerprint"):
             raise LexicalIndexError(f"The lexical index {path} fails its fingerprint check.")
         return index

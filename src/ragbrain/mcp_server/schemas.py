@@ -6,9 +6,11 @@ import math
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ragbrain import sanitize
+from ragbrain.errors import InvalidInputError
+from ragbrain.filters import MAX_ITEM_CHARS, MAX_ITEMS, Filters
 from ragbrain.inbox import MAX_NOTE_CHARS, MAX_TAGS, MAX_TITLE_CHARS
 from ragbrain.inputs import check_types
 from ragbrain.reader import MAX_NEIGHBOURS, MAX_READ_CHARS, MAX_SOURCE_CHARS
@@ -47,6 +49,10 @@ class _StrictArgs(ArgModelBase):
     )
 
 
+_FilterItem = Annotated[str, Field(min_length=1, max_length=MAX_ITEM_CHARS)]
+_FilterItems = Annotated[list[_FilterItem], Field(max_length=MAX_ITEMS)]
+
+
 class SearchArgs(_StrictArgs):
     """Arguments of ``search``."""
 
@@ -62,6 +68,69 @@ class SearchArgs(_StrictArgs):
         Annotated[int, Field(ge=1, le=MAX_K)] | None,
         Field(description=f"How many chunks to fetch (1-{MAX_K}); omit to let the query decide."),
     ] = None
+    path: Annotated[
+        _FilterItem | _FilterItems | None,
+        Field(
+            description="Only notes under this folder or file (or any of these), relative to "
+            "the ingested folder as a result's `source` shows it, e.g. 'bug' or "
+            "'projects/alpha'; 'bug' matches 'bug/x.md', not 'bugs/x.md'. No absolute paths, "
+            "no '..'. Kept by the fallback search."
+        ),
+    ] = None
+    tags: Annotated[
+        _FilterItem | _FilterItems | None,
+        Field(
+            description="Only notes with this tag (or any of these; all of them with "
+            "`all_tags`); any case, '#' optional, 'project' also matches 'project/alpha'."
+        ),
+    ] = None
+    all_tags: Annotated[
+        bool, Field(description="With several `tags`: notes must have all of them.")
+    ] = False
+    after: Annotated[
+        str | None,
+        Field(
+            max_length=64,
+            description="Only notes dated on or after this ISO date or date-time (e.g. "
+            "'2024-03-01'); a note's date is its front-matter `date:`, else its file's time "
+            "at ingest; without a zone, UTC.",
+        ),
+    ] = None
+    before: Annotated[
+        str | None,
+        Field(max_length=64, description="Only notes dated before this (ISO, not included)."),
+    ] = None
+
+    @field_validator("path", "tags", "after", "before")
+    @classmethod
+    def _filter(cls, value: Any, info: Any) -> Any:
+        if value is None:
+            return None
+        try:
+            Filters.parse({info.field_name: value})
+        except InvalidInputError as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+    @model_validator(mode="after")
+    def _filters_agree(self) -> SearchArgs:
+        try:
+            self.filters()
+        except InvalidInputError as exc:
+            raise ValueError(str(exc)) from None
+        return self
+
+    def filters(self) -> Filters | None:
+        """The path, tag and date filters, checked (None when there are none)."""
+        return Filters.parse(
+            {
+                "path": self.path,
+                "tags": self.tags,
+                "all_tags": self.all_tags,
+                "after": self.after,
+                "before": self.before,
+            }
+        )
 
     @field_validator("query")
     @classmethod
@@ -223,6 +292,11 @@ class Chunk(BaseModel):
     end_line: int | None = Field(description="The chunk's last line in the file (inclusive).")
     cite: str = Field(description="Where to quote it from: `source:START-END`.")
     title: str = Field(description="The note's title.")
+    modified: str | None = Field(
+        default=None,
+        description="The note's date as `after`/`before` read it (its front-matter `date:`, "
+        "else its file's time at ingest), ISO in UTC; None: ingested before it was recorded.",
+    )
     distance: float = Field(description="Cosine distance to the query (0 = same direction).")
     critic_score: float | None = Field(description="The critic's relevance score; None: off.")
     from_fallback: bool = Field(description="Found by the fallback search, not the first one.")

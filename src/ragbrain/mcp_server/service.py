@@ -21,6 +21,7 @@ from ragbrain.critic.base import threshold_label
 from ragbrain.embeddings import model_name_of
 from ragbrain.errors import InvalidInputError, RagbrainError
 from ragbrain.factory import CriticChoice, resolve_critic
+from ragbrain.filters import MODIFIED_KEY, time_label
 from ragbrain.gates import run_gate
 from ragbrain.graph import build_graph
 from ragbrain.inbox import Inbox
@@ -49,6 +50,7 @@ from ragbrain.store import Store
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
+    from ragbrain.filters import Filters
     from ragbrain.ingest.watch import Watcher
     from ragbrain.lexical.sync import LexicalSearcher
 
@@ -197,11 +199,18 @@ class RagbrainService:
             )
             return self._loaded
 
-    def search(self, query: str, types: list[str] | None, k: int | None) -> SearchResult:
-        """Run the retrieval pipeline and return its decisions and chunks, cleaned and capped."""
+    def search(
+        self,
+        query: str,
+        types: list[str] | None,
+        k: int | None,
+        filters: Filters | None = None,
+    ) -> SearchResult:
+        """Run the retrieval pipeline and return its decisions and chunks, cleaned and capped;
+        ``filters`` (paths, tags, dates) limit every search, the fallback's too."""
         loaded = self.load()
         with self._searching:
-            output = loaded.retriever.run(query, k=k, type_filter=types)
+            output = loaded.retriever.run(query, k=k, type_filter=types, filters=filters)
         chunks = []
         for doc in output["documents"]:
             trace = doc.metadata[RETRIEVAL_KEY]
@@ -225,6 +234,7 @@ class RagbrainService:
                         )
                     ),
                     title=_label(doc.metadata.get("title")),
+                    modified=time_label(doc.metadata.get(MODIFIED_KEY)),
                     distance=float(trace["distance"]),
                     critic_score=finite_or_none(trace["critic_score"]),
                     from_fallback=bool(trace["from_fallback"]),

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from langgraph.runtime import Runtime
 
 from ragbrain.context import RetrievalContext, context_of
+from ragbrain.filters import Filters
 from ragbrain.nodes import Node
 from ragbrain.state import Hit, RetrievalState
 
@@ -42,7 +43,8 @@ def make_fallback_search(store: Store, lexical: LexicalSearcher | None = None) -
     The rungs: without the type filter (when there was one), and, with a lexical index, a
     BM25 rescue across every type (in hybrid mode the type-free search already includes it).
     The graph routes here only when ``can_widen``; a poor verdict with nothing to widen goes
-    straight to the critic.
+    straight to the critic. Path, tag and date filters are the caller's scope: every rung
+    keeps them (only the type filter is dropped).
     With a lexical rung the lists are fused by reciprocal rank fusion, the first search's
     order counting as one ranking; without one, they merge by distance as before.
     """
@@ -51,9 +53,14 @@ def make_fallback_search(store: Store, lexical: LexicalSearcher | None = None) -
         state: RetrievalState, runtime: Runtime[RetrievalContext]
     ) -> dict[str, Any]:
         query, wanted, types = state["query"], state["candidates"], state.get("type_filter")
+        filters = Filters.parse(state.get("filters"))
         hybrid = context_of(runtime).search_mode == "hybrid" and lexical is not None
+
+        def dense(k: int) -> list[Hit]:
+            return store.search(query, k, None, filters) if filters else store.search(query, k)
+
         if lexical is None:  # the router only comes here with a type filter to drop
-            found = store.search(query, wanted, None)
+            found = dense(wanted)
             merged = merge_hits(state["hits"], rescued(found), wanted)
             rungs = "without the type filter"
         else:
@@ -69,17 +76,19 @@ def make_fallback_search(store: Store, lexical: LexicalSearcher | None = None) -
                 # the first search by distance, as the dense fallback does, so a rescued chunk
                 # is not outranked by the filtered hits the gate just judged poor.
                 trust = dense_trusted(store, query, context_of(runtime).dense_languages)
-                wide = hybrid_search(store, lexical.index, query, wanted, trust_dense=trust)[0]
+                wide = hybrid_search(
+                    store, lexical.index, query, wanted, trust_dense=trust, filters=filters
+                )[0]
                 merged = merge_hits(state["hits"], rescued(wide), wanted)
                 rungs = "without the type filter (hybrid)"
             else:
                 rankings: list[list[Hit] | list[str]] = [state["hits"]]
                 rung_names = []
                 if types:
-                    found = store.search(query, wanted, None)
+                    found = dense(wanted)
                     rankings.append(rescued(found))
                     rung_names.append("without the type filter")
-                matches = lexical.index.search(query, max(wanted, CANDIDATES))
+                matches = lexical.index.search(query, max(wanted, CANDIDATES), None, filters)
                 rankings.append([match.id for match in matches])
                 rung_names.append(f"lexical rescue ({len(matches)} BM25 hits)")
                 first_ids = {hit["id"] for hit in state["hits"]}
@@ -89,6 +98,8 @@ def make_fallback_search(store: Store, lexical: LexicalSearcher | None = None) -
         first_ids = {hit["id"] for hit in state["hits"]}
         new = sum(hit["id"] not in first_ids for hit in merged)
         note = f"fallback search {rungs}: {new} new of {len(merged)} kept"
+        if filters:
+            note += f" (the path, tag and date filters kept: {filters.describe()})"
         return {"hits": merged, "notes": [note]}  # the gate set "fallback"
 
     return fallback_search

@@ -8,6 +8,7 @@ from langgraph.runtime import Runtime
 
 from ragbrain.compound import split_compound
 from ragbrain.context import RetrievalContext, context_of
+from ragbrain.filters import Filters
 from ragbrain.nodes import Node
 from ragbrain.parts import search_parts
 from ragbrain.state import Hit, RetrievalState
@@ -27,12 +28,15 @@ def make_vector_search(store: Store, lexical: LexicalSearcher | None = None) -> 
     same kind of number in either mode. A compound question ("X vs Y", "difference between X
     and Y", ...; ``ragbrain.compound``) has each part searched as well (``ragbrain.parts``)
     unless ``split_compound`` is off. Types match case-insensitively; a requested type
-    that matches no stored one is named in the trace with the closest ones.
+    that matches no stored one is named in the trace with the closest ones. Path, tag and
+    date filters (``ragbrain.filters``) apply to both sides; the trace says what they were
+    and how many chunks they left.
     """
 
     def vector_search(state: RetrievalState, runtime: Runtime[RetrievalContext]) -> dict[str, Any]:
         context = context_of(runtime)
         query, wanted, types = state["query"], state["candidates"], state.get("type_filter")
+        filters = Filters.parse(state.get("filters"))
         scope = f"type in {types}" if types else "all types"
         lexical_only: list[int] = []
         hybrid = context.search_mode == "hybrid" and lexical is not None
@@ -46,10 +50,14 @@ def make_vector_search(store: Store, lexical: LexicalSearcher | None = None) -> 
             if hybrid and lexical is not None:
                 from ragbrain.lexical.fusion import hybrid_search
 
-                found, only = hybrid_search(store, lexical.index, text, k, types, trust_dense=trust)
+                found, only = hybrid_search(
+                    store, lexical.index, text, k, types, trust_dense=trust, filters=filters
+                )
                 lexical_only.append(only)
                 return found
-            return store.search(text, k, types)
+            return (
+                store.search(text, k, types, filters) if filters else store.search(text, k, types)
+            )
 
         parts = split_compound(query) if context.split_compound else []
         hits = search_parts(store, query, parts, wanted, search) if parts else search(query, wanted)
@@ -64,6 +72,10 @@ def make_vector_search(store: Store, lexical: LexicalSearcher | None = None) -> 
             if context.search_mode == "hybrid":
                 note += " (hybrid asked, but this graph has no lexical index)"
         notes = [note]
+        if filters:
+            from ragbrain.store.scoped import scope_note
+
+            notes.append(scope_note(store.scope_index(), types, filters))
         if parts:
             notes.append(
                 f"compound question: parts {parts} searched as well as the whole, fused by "

@@ -36,6 +36,7 @@ from ragbrain.store.keys import (
 )
 from ragbrain.store.repair import restore_missing_vectors, writer_lock
 from ragbrain.store.resilience import StorePolicy, call
+from ragbrain.store.scoped import KnownScope, ScopeVectors, scan_nearest, scoped_nearest
 from ragbrain.store.type_index import KnownTypes, TypeIndex, type_where, typed_nearest
 from ragbrain.typematch import stored_spellings
 
@@ -43,6 +44,8 @@ if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection
     from chromadb.api.types import GetResult, Include
     from langchain_core.embeddings import Embeddings
+
+    from ragbrain.filters import Filters
 
 T = TypeVar("T")
 #: How long a server store's list of types is reused when no index of the store has it.
@@ -72,6 +75,7 @@ class Store:
             collection, cache_folder=self.sidecar("type-vectors"), version=self.version
         )
         self._types_seen: tuple[object, float, list[str]] | None = None
+        self._scope_vectors = ScopeVectors(collection)
 
     @property
     def embedding_model(self) -> str | None:
@@ -237,14 +241,23 @@ class Store:
             return None
         return stat.st_mtime_ns, stat.st_size
 
-    def search(self, query: str, k: int, types: Sequence[str] | None = None) -> list[Hit]:
+    def search(
+        self,
+        query: str,
+        k: int,
+        types: Sequence[str] | None = None,
+        filters: Filters | None = None,
+    ) -> list[Hit]:
         """The ``k`` chunks nearest to ``query``, optionally only of the given types
-        (matched case-insensitively: ``sqlite`` finds ``SQLite``; see ``known_types``).
+        (matched case-insensitively: ``sqlite`` finds ``SQLite``; see ``known_types``) and
+        only those that pass ``filters`` (paths, tags, time; ``ragbrain.filters``).
 
         Distances are cosine (0 = same direction); tiny negative ones from float error are
         clamped to 0. Results are sorted, best first.
         """
         vector: list[Sequence[float]] = [self._embed_query(query)]
+        if filters:
+            return self._scoped(vector[0], k, types, filters)
         if not types:
             return self._nearest(vector, k, None)
         # Types match case-insensitively: filter on every stored spelling of each.
@@ -254,6 +267,43 @@ class Store:
         # through to Chroma's own filter.
         hits = typed_nearest(self.collection, self._type_index, vector[0], k, set(types))
         return hits if hits is not None else self._nearest(vector, k, type_where(types))
+
+    def scope_index(self) -> KnownScope | None:
+        """The index of the whole store that masks chunks by filters (the lexical index, once
+        registered with ``learn_types_from``); None without one."""
+        known = self._type_index.whole_store()
+        return known if isinstance(known, KnownScope) else None
+
+    def _scoped(
+        self, vector: Sequence[float], k: int, types: Sequence[str] | None, filters: Filters
+    ) -> list[Hit]:
+        """Filtered search: by the whole-store index's mask when there is one and it agrees
+        with Chroma (``store.scoped``), else by reading the candidates' metadata."""
+        known = self.scope_index()
+        if known is not None:
+            hits = self.call(
+                "Searching",
+                lambda: scoped_nearest(
+                    self.collection, known, self._scope_vectors, vector, k, types, filters
+                ),
+            )
+            if hits is not None:
+                return sorted(hits, key=lambda h: h["distance"])
+        # Chroma narrows what it can (every stored spelling of each type, the time range);
+        # paths and tags are checked in memory, chunk by chunk.
+        spelled = type_where(stored_spellings(types, self.known_types())) if types else None
+        clauses = [c for c in (spelled, filters.chroma_where()) if c]
+        where = None if not clauses else clauses[0] if len(clauses) == 1 else {"$and": clauses}
+        pages = (
+            (list(page["ids"]), list(page["metadatas"] or []))
+            for page in self.pages(["metadatas"], where)
+        )
+        candidates = list(pages)  # each page read under the store's deadline
+        hits = self.call(
+            "Searching",
+            lambda: scan_nearest(self.collection, candidates, vector, k, types, filters),
+        )
+        return sorted(hits, key=lambda h: h["distance"])
 
     def _nearest(
         self, vector: list[Sequence[float]], k: int, where: dict[str, Any] | None
@@ -304,13 +354,23 @@ class Store:
     def ids_by_source(self, root: str, sources: Sequence[str] | None = None) -> dict[str, set[str]]:
         """Chunk ids of every file ingested from ``root`` (or only of ``sources``), by source
         path."""
-        by_source: dict[str, set[str]] = {}
+        return {
+            source: set(chunks) for source, chunks in self.metadata_by_source(root, sources).items()
+        }
+
+    def metadata_by_source(
+        self, root: str, sources: Sequence[str] | None = None
+    ) -> dict[str, dict[str, dict[str, Any]]]:
+        """The metadata of every chunk ingested from ``root`` (or only of ``sources``), by
+        source path, then by chunk id."""
+        by_source: dict[str, dict[str, dict[str, Any]]] = {}
         where: dict[str, Any] = {"root": root}
         if sources is not None:
             where = {"$and": [where, {"source": {"$in": list(sources) or [""]}}]}
         for page in self.pages(["metadatas"], where=where):
             for id_, meta in zip(page["ids"], page["metadatas"] or [], strict=True):
-                by_source.setdefault(str((meta or {}).get("source", "")), set()).add(id_)
+                source = str((meta or {}).get("source", ""))
+                by_source.setdefault(source, {})[id_] = dict(meta or {})
         return by_source
 
     def upsert(
@@ -385,7 +445,11 @@ class Store:
 
     def texts_and_types(self, ids: Sequence[str]) -> list[tuple[str, str, str]]:
         """``(id, text, type)`` of the given chunks (missing ids are left out)."""
-        rows: list[tuple[str, str, str]] = []
+        return [(id_, text, str(meta.get("type", ""))) for id_, text, meta in self.rows(ids)]
+
+    def rows(self, ids: Sequence[str]) -> list[tuple[str, str, dict[str, Any]]]:
+        """``(id, text, metadata)`` of the given chunks (missing ids are left out)."""
+        rows: list[tuple[str, str, dict[str, Any]]] = []
         for start in range(0, len(ids), BATCH):
             batch = list(ids[start : start + BATCH])
             found = self.call(
@@ -397,10 +461,33 @@ class Store:
             texts = found["documents"] or [""] * len(found["ids"])
             metas = found["metadatas"] or [{}] * len(found["ids"])
             rows += [
-                (id_, text or "", str((meta or {}).get("type", "")))
+                (id_, text or "", dict(meta or {}))
                 for id_, text, meta in zip(found["ids"], texts, metas, strict=True)
             ]
         return rows
+
+    def update_metadata(self, ids: Sequence[str], metadatas: Sequence[dict[str, Any]]) -> None:
+        """Update the metadata of existing chunks (Chroma merges it key by key; a None value
+        removes a key), keeping their texts and vectors: ingest records a file's new time this
+        way (the time is not part of a chunk's id)."""
+        if len(ids) != len(metadatas):
+            raise InvalidInputError(
+                f"update_metadata needs as many ids as metadatas; got {len(ids)} and "
+                f"{len(metadatas)}."
+            )
+        self._types_seen = None
+        self._type_index.forget(ids)
+        with self._lock:
+            for start in range(0, len(ids), BATCH):
+                end = start + BATCH
+                self.call(
+                    "Writing chunk metadata",
+                    partial(
+                        self.collection.update,
+                        ids=list(ids[start:end]),
+                        metadatas=[dict(m) for m in metadatas[start:end]],
+                    ),
+                )
 
     def hits_by_id(self, query: str, ids: Sequence[str]) -> list[Hit]:
         """The given chunks as hits, each with its true cosine distance to ``query``.

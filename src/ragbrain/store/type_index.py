@@ -166,6 +166,11 @@ class TypeIndex:
             self._written.clear()
         self.keep_small_types(known(), only_rare=True)
 
+    def whole_store(self) -> KnownTypes | None:
+        """The index of the whole store registered with ``learn_from`` (its current version),
+        or None."""
+        return self._known_now()
+
     def _known_now(self) -> KnownTypes | None:
         with self._lock:
             source = self._known
