@@ -62,6 +62,7 @@ MAX_FALSE_REFUSAL = 0.05
 #: benchmark's queries are drawn from those), plus random others up to ``--subcorpus-docs``.
 SUBCORPUS_QUERIES = (150, 80)
 GRAPH_ABSTAIN = "default + abstention (shipped critic)"
+GRAPH_REFIT = "LODO layer refit, handed over as the graph does"
 Scorer = Callable[[SetData, Record, Sequence[str]], list[float]]
 
 
@@ -400,6 +401,19 @@ def kept(docs: Sequence[str], scores: Sequence[float], threshold: float) -> list
     return [d for d, k in zip(docs, keep_mask(scores, threshold), strict=True) if k]
 
 
+def graph_hand_over(
+    docs: Sequence[str], scores: Sequence[float], threshold: float, depth: int
+) -> list[str]:
+    """What ``critic_filter`` hands over: the kept ones up to the depth, and past it those
+    scored above the cut (``ragbrain.nodes.critic``)."""
+    import math
+
+    keep = [
+        (d, s) for d, s in zip(docs, scores, strict=True) if not math.isnan(s) and s >= threshold
+    ]
+    return [d for d, _ in keep[:depth]] + [d for d, s in keep[depth:] if s > threshold]
+
+
 def judge_set(
     data: SetData, fold: dict[str, Any], critic: TransformerCritic, removed: frozenset[str]
 ) -> dict[str, dict[str, list[str]]]:
@@ -447,6 +461,7 @@ def judge_set(
         )
         rs = refit(data, r, ften)
         put("+ LODO layer refit", r.id, kept(ften, rs, fold["refit_threshold"])[: r.depth])
+        put(GRAPH_REFIT, r.id, graph_hand_over(ften, rs, fold["refit_threshold"], r.depth))
         distance = min((r.distance[d] for d in ften), default=None)
         abstain, _ = should_abstain(Evidence(distance, rs, len(ften)), thresholds)
         chosen = hand_over(rs, fold["refit_threshold"], r.depth, abstain=abstain)

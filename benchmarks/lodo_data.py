@@ -132,6 +132,18 @@ def subcorpus(
     return folder.parent
 
 
+def rows_key_of(critic: TransformerCritic) -> str:
+    """What the critic's per-pair inputs depend on: its weights, features and how it cuts and
+    quantizes pairs (not its layers and thresholds, which every variant here refits)."""
+    digest = hashlib.sha256()
+    for name in ("model.safetensors", "features.safetensors"):
+        path = critic.folder / name
+        digest.update(path.read_bytes() if path.is_file() else b"-")
+    settings = {k: critic.calibration.get(k) for k in ("max_length", "quantize", "base")}
+    digest.update(json.dumps(settings, sort_keys=True).encode())
+    return digest.hexdigest()[:12]
+
+
 def load_role(
     root: Path,
     name: str,
@@ -152,20 +164,20 @@ def load_role(
     from ragbrain.evaluation.beir import corpus_store
     from ragbrain.lexical.fusion import dense_trusted
     from ragbrain.lexical.sync import sync_lexical
+    from ragbrain.lexical.tokens import TOKENIZER_VERSION
     from ragbrain.nodes.depth import complexity, depth_for
 
     loaded, qrels = _pooled(root, name, splits)
     queries = {q: t for split in loaded for q, t in split.queries.items() if q in qrels}
     role = "+".join(splits)
     ids = _sample(list(qrels), n, seed)
-    tag = f"{VERSION}|{root.resolve()}|{name}|{role}|{n}|{seed}|{DEEP}"
+    tag = f"{VERSION}|{root.resolve()}|{name}|{role}|{n}|{seed}|{DEEP}|lexical {TOKENIZER_VERSION}"
     if model not in (None, DEFAULT_EMBEDDING_MODEL):
-        tag += f"|{model}"  # the MiniLM stores' cached candidates keep their names
+        tag += f"|{model}"
     key = hashlib.sha256(tag.encode()).hexdigest()[:12]
     folder = cache_root() / "lodo"
     path = folder / f"{name}-{role}-{key}.json"
-    calibration = (critic.folder / "calibration.json").read_bytes()
-    rows_key = hashlib.sha256(calibration).hexdigest()[:12]
+    rows_key = rows_key_of(critic)
     rows_path = folder / f"{name}-rows-{rows_key}.json"
     corpus = {d: doc.content for d, doc in loaded[0].corpus.items()}
     if rows_path not in _ROWS:  # one table per data set, shared by its roles

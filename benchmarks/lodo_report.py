@@ -18,6 +18,7 @@ ABLATION = (
     "+ LODO fusion weight",
     "+ LODO threshold",
     "+ LODO layer refit",
+    "LODO layer refit, handed over as the graph does",
     PROPOSED,
     "default + abstention (shipped critic)",
 )
@@ -27,6 +28,7 @@ MISSING = (
     DEFAULT,
     "default + abstention (shipped critic)",
     "+ LODO layer refit",
+    "LODO layer refit, handed over as the graph does",
     PROPOSED,
 )
 
