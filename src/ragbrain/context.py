@@ -154,8 +154,9 @@ class RetrievalContext:
         default=True,
         metadata={
             "description": "Search each part of a compound or comparative question ('X vs Y', "
-            "'difference between X and Y', XとYの違い, ...) as well as the whole, and keep each "
-            "part's best chunk in what is handed over (rule-based split, no model)."
+            "'difference between X and Y', XとYの違い, ...) as well as the whole, keep each "
+            "part's best chunk among the candidates, and let the critic judge each chunk "
+            "against the part it answers (rule-based split, no model)."
         },
     )
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NotRequired
 
 from langchain_core.documents import Document
 from typing_extensions import TypedDict
@@ -22,6 +22,8 @@ class Hit(TypedDict):
     metadata: dict[str, Any]
     distance: float
     from_fallback: bool
+    # A compound question's hit: its cosine distance to each part (``ragbrain.parts``).
+    part_distances: NotRequired[list[float]]
 
 
 class RetrievalInput(TypedDict):
