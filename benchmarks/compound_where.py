@@ -162,6 +162,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=60)
     parser.add_argument("--deep", type=int, default=30, help="How deep each part is searched.")
     parser.add_argument("--seed", type=int, default=SEED)
+    parser.add_argument("--judged", type=int, default=10, help="RetrievalContext.judged.")
     parser.add_argument("--name", default=None, help="Results file name (results/NAME).")
     options = parser.parse_args()
     result = follow(
