@@ -49,7 +49,7 @@ def _run(graph: Any, text: str, judged: int) -> tuple[list[Hit], list[Any], int]
     depth = 0
     for update in graph.stream(
         {"query": text, "type_filter": None},
-        context=RetrievalContext(judged=judged),
+        context=RetrievalContext(judged_compound=judged),
         stream_mode="updates",
     ):
         for node, change in update.items():
@@ -74,7 +74,7 @@ def _kept(critic: Any, text: str, hits: list[Hit]) -> tuple[set[str], list[int]]
 
 
 def follow(
-    name: str, split_name: str, pairs: int, deep: int, seed: int, judged: int = 10
+    name: str, split_name: str, pairs: int, deep: int, seed: int, judged: int = 15
 ) -> dict[str, Any]:
     """Count, per half, the stage where its relevant documents drop out."""
     split = load_split(DATA / name, split_name)
@@ -162,7 +162,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=60)
     parser.add_argument("--deep", type=int, default=30, help="How deep each part is searched.")
     parser.add_argument("--seed", type=int, default=SEED)
-    parser.add_argument("--judged", type=int, default=10, help="RetrievalContext.judged.")
+    parser.add_argument("--judged", type=int, default=15, help="RetrievalContext.judged_compound.")
     parser.add_argument("--name", default=None, help="Results file name (results/NAME).")
     options = parser.parse_args()
     result = follow(

@@ -160,6 +160,17 @@ class RetrievalContext:
         },
     )
 
+    judged_compound: int = field(
+        default=15,
+        metadata={
+            "description": "Candidates searched and judged for a question split into parts "
+            "(at least the depth and 'judged'): the parts share them, so each gets a deeper "
+            "look. Chosen on NFCorpus dev compound questions (15 against 10: a relevant "
+            "chunk of both halves handed over for 0.487 against 0.388 of 80). Ignored when "
+            "k is set or split_compound is off."
+        },
+    )
+
     dense_languages: tuple[str, ...] | None = field(
         default=None,
         metadata={
@@ -191,6 +202,7 @@ class RetrievalContext:
             )
         check_k(self.k)
         check_k(self.judged, name="judged")
+        check_k(self.judged_compound, name="judged_compound")
         if self.search_mode not in SEARCH_MODES:
             raise InvalidInputError(
                 f"search_mode must be one of {SEARCH_MODES}, got {self.search_mode!r}."
