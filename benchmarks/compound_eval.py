@@ -7,9 +7,10 @@ common, joined by one of four markers in turn ("What is the difference between A
 relevant. Measured, per question, on the chunks the full pipeline hands over (adaptive depth,
 hybrid search, gate, fallback, the shipped critic): does it include a relevant document of
 *both* halves ("both"), of at least one ("either"). The same graph runs with
-``split_compound`` on and off, interleaved question by question; the run with it on also
-gives what a critic judging against the whole question alone would have handed over from the
-same candidates (the pipeline before chunks were judged against parts). Each half is also
+``split_compound`` on (``judged_compound`` 15, and 10) and off, interleaved question by
+question; the run with 10 also gives what a critic judging against the whole question alone
+would have handed over from the same candidates (the pipeline before chunks were judged
+against parts and compound questions had more candidates). Each half is also
 asked alone: a question whose halves, asked alone, each get a relevant document is the most
 the compound question can get.
 
@@ -160,7 +161,15 @@ def _row(got: Sequence[str], relevant: Sequence[Sequence[str]], seconds: float) 
     return {"both": all(hit), "either": any(hit), "n": len(got), "s": seconds}
 
 
-SIDES = ("split", "split, whole judged", "no split")
+#: "split": the pipeline as it is; "split, 10 judged": with judged_compound 10; "before":
+#: the candidates of that run as a critic judging against the whole question alone hands them
+#: over (the pipeline before chunks were judged against parts); "no split": splitting off.
+SIDES = ("split", "split, 10 judged", "before", "no split")
+RUNS = {
+    "split": RetrievalContext(),
+    "split, 10 judged": RetrievalContext(judged_compound=10),
+    "no split": RetrievalContext(split_compound=False),
+}
 
 
 def measure_set(
@@ -173,17 +182,17 @@ def measure_set(
     shipped = eval_critic(None)
     critic = Recording(bind_critic(shipped, store)) if shipped is not None else None
     graph = build_graph(store, critic, lexical=LexicalSearcher(store))
-    contexts = {"split": RetrievalContext(), "no split": RetrievalContext(split_compound=False)}
+    contexts = {side: RUNS[side] for side in ("split", "no split")}
     questions = compound_questions(split, pairs, seed)
     rows: dict[str, list[dict[str, Any]]] = {side: [] for side in SIDES}
     for index, question in enumerate(questions):
-        order = list(contexts) if index % 2 == 0 else list(reversed(contexts))
+        order = list(RUNS) if index % 2 == 0 else list(reversed(RUNS))
         for side in order:
             store.forget_queries()
-            got, seconds, whole = run(graph, critic, contexts[side], question["text"])
+            got, seconds, whole = run(graph, critic, RUNS[side], question["text"])
             rows[side].append(_row(got, question["relevant"], seconds))
-            if side == "split":
-                rows[SIDES[1]].append(_row(whole or got, question["relevant"], seconds))
+            if side == "split, 10 judged":
+                rows["before"].append(_row(whole or got, question["relevant"], seconds))
         if (index + 1) % 40 == 0:
             say(f"{name}: {index + 1}/{len(questions)} compound questions")
     # Each half asked alone (the full pipeline): the most a compound question can get.
@@ -263,46 +272,51 @@ def _coverage(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
 
 def markdown(payload: dict[str, Any]) -> str:
     """The results as Markdown."""
+    both = " | ".join(f"both: {side}" for side in SIDES)
     lines = [
         "# Compound questions: each part handed over?",
         "",
         "Built from each set's queries (two per question, four markers in turn, seed "
-        f"{payload['seed']}); the full pipeline with the shipped critic, in the same run: "
-        "splitting on (each chunk judged against the whole question and each part), the same "
-        "run's candidates as a critic judging against the whole question alone would hand "
-        "them over (the pipeline before the parts were judged), and splitting off. *Each half "
-        "alone*: both halves, asked alone, get a relevant document handed over (the most a "
-        "compound question can get); *where each alone*: the share with splitting among those.",
+        f"{payload['seed']}); the full pipeline with the shipped critic, in the same run, "
+        "interleaved: *split* (the pipeline as it is: parts searched, 15 candidates judged, "
+        "each chunk judged against the whole question and each part), *split, 10 judged* "
+        "(the same with 10 candidates), *before* (that run's candidates handed over as a "
+        "critic judging against the whole question alone does: the pipeline before parts "
+        "were judged), *no split*. *Each half alone*: both halves, asked alone, get a "
+        "relevant document handed over (the most a compound question can get); *where each "
+        "alone*: the share, with *split*, among those.",
         "",
-        "| set | split | questions | split as built | both: split | both: split, whole judged "
-        "| both: no split | each half alone | both where each alone | either: split / no split "
-        "| handed over: split / whole judged / no split | p50 ms: split / no split |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"| set | split | questions | split as built | {both} | each half alone "
+        "| both where each alone | either: split / no split | handed over: "
+        + " / ".join(SIDES)
+        + " | p50 ms: split / no split |",
+        "|---|---|---:|---:|" + "---:|" * (len(SIDES) + 5),
     ]
     total: dict[str, float] = {"questions": 0, **dict.fromkeys(SIDES, 0.0), "alone": 0.0}
     for name, result in payload["sets"].items():
-        on, whole, off = (result["compound"][side] for side in SIDES)
+        by = result["compound"]
+        on, off = by["split"], by["no split"]
+        cells = " | ".join(f"{by[side]['both']:.3f}" for side in SIDES)
+        counts = " / ".join(f"{by[side]['handed_over']:.1f}" for side in SIDES)
         lines.append(
             f"| {name} | {result['split']} | {result['questions']} | {result['split_as_built']} "
-            f"| {on['both']:.3f} | {whole['both']:.3f} | {off['both']:.3f} "
-            f"| {result['each_half_alone']:.3f} | {result['both_where_each_alone']:.3f} "
-            f"| {on['either']:.3f} / {off['either']:.3f} "
-            f"| {on['handed_over']:.1f} / {whole['handed_over']:.1f} / {off['handed_over']:.1f} "
+            f"| {cells} | {result['each_half_alone']:.3f} | {result['both_where_each_alone']:.3f} "
+            f"| {on['either']:.3f} / {off['either']:.3f} | {counts} "
             f"| {on['p50_ms']:.0f} / {off['p50_ms']:.0f} |"
         )
         total["questions"] += result["questions"]
         for side in SIDES:
-            total[side] += result["compound"][side]["both"] * result["questions"]
+            total[side] += by[side]["both"] * result["questions"]
         total["alone"] += result["each_half_alone"] * result["questions"]
     n = total["questions"]
+    cells = " | ".join(f"{total[side] / n:.3f}" for side in SIDES)
     lines += [
-        f"| all | | {n:.0f} | | {total[SIDES[0]] / n:.3f} | {total[SIDES[1]] / n:.3f} "
-        f"| {total[SIDES[2]] / n:.3f} | {total['alone'] / n:.3f} | | | | |",
+        f"| all | | {n:.0f} | | {cells} | {total['alone'] / n:.3f} | | | | |",
         "",
-        "By marker (both halves: split / split, whole judged / no split):",
+        "By marker (both halves):",
         "",
-        "| set | marker | split | split, whole judged | no split |",
-        "|---|---|---:|---:|---:|",
+        "| set | marker | " + " | ".join(SIDES) + " |",
+        "|---|---|" + "---:|" * len(SIDES),
     ]
     for name, result in payload["sets"].items():
         for template, by_side in result["by_template"].items():
@@ -315,10 +329,10 @@ def markdown(payload: dict[str, Any]) -> str:
         if "single" not in result:
             continue
         single = result["single"]
-        on, off = single["ndcg@10"]["split"], single["ndcg@10"]["no split"]
+        on_, off_ = single["ndcg@10"]["split"], single["ndcg@10"]["no split"]
         lines.append(
             f"| {name} | {result['split']} | {single['queries']} | "
-            f"{single['split_by_the_rules']} | {on:.4f} | {off:.4f} | {on - off:+.4f} |"
+            f"{single['split_by_the_rules']} | {on_:.4f} | {off_:.4f} | {on_ - off_:+.4f} |"
         )
     return "\n".join(lines) + "\n"
 
