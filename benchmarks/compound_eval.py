@@ -1,32 +1,39 @@
 """Compound questions: does each part come back? Splitting on vs off, same run, same graph.
 
-Compound questions are built from a BEIR set's *test* queries: two queries with relevant
-documents and no relevant document in common, joined by one of four markers in turn ("What
-is the difference between A and B?", "A vs B", "Compare A with B", "A versus B"; seeded).
-Both halves' relevant documents are relevant. Measured, per question, on the chunks the full
-pipeline hands over (adaptive depth, hybrid search, gate, fallback, the shipped critic): does
-it include a relevant document of *both* halves ("both"), of at least one ("either"). The
-same retriever graph runs with ``split_compound`` on and off, interleaved query by query.
+Compound questions are built from one split of a BEIR set (``--split``: test for reporting,
+train or dev for choosing): two queries with relevant documents and no relevant document in
+common, joined by one of four markers in turn ("What is the difference between A and B?",
+"A vs B", "Compare A with B", "A versus B"; seeded). Both halves' relevant documents are
+relevant. Measured, per question, on the chunks the full pipeline hands over (adaptive depth,
+hybrid search, gate, fallback, the shipped critic): does it include a relevant document of
+*both* halves ("both"), of at least one ("either"). The same graph runs with
+``split_compound`` on (``judged_compound`` 15, and 10) and off, interleaved question by
+question; the run with 10 also gives what a critic judging against the whole question alone
+would have handed over from the same candidates (the pipeline before chunks were judged
+against parts and compound questions had more candidates). Each half is also
+asked alone: a question whose halves, asked alone, each get a relevant document is the most
+the compound question can get.
 
-The single-query test sets are run as they are, on and off, for nDCG@10 of what is handed
-over (a question the splitter leaves alone runs the same either way).
+The split's queries are also run as they are, on and off, for nDCG@10 of what is handed over;
+a query the splitter leaves alone takes the very same path either way and is run once.
 
-Nothing is tuned here: the splitter's rules were written before this ran, and the test
-queries only measure them.
+Nothing is tuned here: the splitter's rules and the critic's part judging were fixed before
+the test split ran.
 
     python -m benchmarks.compound_eval [--sets scifact nfcorpus] [--pairs 120] [--single scifact]
-        [--name compound]
+        [--split test] [--name compound]
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import statistics
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks.common import save, say
 from ragbrain.compound import split_compound
@@ -37,7 +44,11 @@ from ragbrain.evaluation.evaluate import eval_critic
 from ragbrain.evaluation.metrics import ndcg_at_k
 from ragbrain.graph import build_graph
 from ragbrain.lexical.sync import LexicalSearcher
-from ragbrain.retriever import CorrectiveRetriever
+from ragbrain.nodes.critic import bind_critic
+from ragbrain.state import Hit
+
+if TYPE_CHECKING:
+    from ragbrain.critic.base import Critic
 
 DATA = Path("/work/shared/data")
 TEMPLATES = (
@@ -86,71 +97,165 @@ def compound_questions(split: Split, pairs: int, seed: int = SEED) -> list[dict[
     return built
 
 
-def run(retriever: CorrectiveRetriever, text: str) -> tuple[list[str], float]:
-    """The ids handed over for ``text`` and the seconds it took."""
+class Recording:
+    """The critic as the graph uses it, remembering every batch it scores, so that one run
+    also shows what a critic judging against the whole question alone would have kept."""
+
+    def __init__(self, critic: Critic) -> None:
+        self.critic = critic
+        self.threshold = critic.threshold
+        self.uses_distance = getattr(critic, "uses_distance", False)
+        self.calls: list[tuple[str, list[float]]] = []
+
+    def score(
+        self, query: str, passages: Sequence[str], distances: Sequence[float] | None = None
+    ) -> list[float]:
+        """The critic's scores, remembered."""
+        scores = self.critic.score(query, passages, distances)
+        self.calls.append((query, scores))
+        return scores
+
+
+def whole_judged(
+    hits: Sequence[Hit], scores: Sequence[float], threshold: float, depth: int
+) -> list[str]:
+    """What ``critic_filter`` handed over before it judged chunks against a question's parts:
+    the candidates scored at least the cut against the whole question, past the depth only
+    those above it."""
+    kept = [i for i, s in enumerate(scores) if not math.isnan(s) and s >= threshold]
+    kept = kept[:depth] + [i for i in kept[depth:] if scores[i] > threshold]
+    return [hits[i]["id"] for i in kept]
+
+
+def run(
+    graph: Any, critic: Recording | None, context: RetrievalContext, text: str
+) -> tuple[list[str], float, list[str] | None]:
+    """The ids handed over for ``text``, the seconds it took, and (critic on) the ids a
+    critic judging against the whole question alone would have handed over."""
+    hits: list[Hit] = []
+    ids: list[str] = []
+    depth = 0
+    if critic is not None:
+        critic.calls.clear()
     started = time.perf_counter()
-    docs = retriever.invoke(text)
-    return [str(d.id) for d in docs], time.perf_counter() - started
+    for update in graph.stream(
+        {"query": text, "type_filter": None}, context=context, stream_mode="updates"
+    ):
+        for node, change in update.items():
+            if change and "hits" in change:
+                hits = change["hits"]
+            if node == "choose_depth":
+                depth = change["depth"]
+            if node == "critic_filter":
+                ids = [str(d.id) for d in change["documents"]]
+    seconds = time.perf_counter() - started
+    if critic is None or not critic.calls:
+        return ids, seconds, None
+    query, scores = critic.calls[0]
+    assert query == text, "the critic's first batch is the whole question's"
+    return ids, seconds, whole_judged(hits, scores, critic.threshold, depth)
 
 
-def measure_set(name: str, pairs: int, single: bool, seed: int = SEED) -> dict[str, Any]:
+def _row(got: Sequence[str], relevant: Sequence[Sequence[str]], seconds: float) -> dict[str, Any]:
+    hit = [bool(set(got) & set(docs)) for docs in relevant]
+    return {"both": all(hit), "either": any(hit), "n": len(got), "s": seconds}
+
+
+#: "split": the pipeline as it is; "split, 10 judged": with judged_compound 10; "before":
+#: the candidates of that run as a critic judging against the whole question alone hands them
+#: over (the pipeline before chunks were judged against parts); "no split": splitting off.
+SIDES = ("split", "split, 10 judged", "before", "no split")
+RUNS = {
+    "split": RetrievalContext(),
+    "split, 10 judged": RetrievalContext(judged_compound=10),
+    "no split": RetrievalContext(split_compound=False),
+}
+
+
+def measure_set(
+    name: str, split_name: str, pairs: int, single: bool, seed: int = SEED
+) -> dict[str, Any]:
     """Both-halves coverage on the built questions, and (``single``) nDCG@10 on the set."""
-    split = load_split(DATA / name, "test")
-    say(f"{name}: opening the store (built once, cached)")
+    split = load_split(DATA / name, split_name, drop_unknown_docs=True)
+    say(f"{name}/{split_name}: opening the store (built once, cached)")
     store = corpus_store(split, default_embeddings(), progress=None)
-    graph = build_graph(store, eval_critic(None), lexical=LexicalSearcher(store))
-    sides = {
-        "split": CorrectiveRetriever(graph=graph, context=RetrievalContext()),
-        "no split": CorrectiveRetriever(
-            graph=graph, context=RetrievalContext(split_compound=False)
-        ),
-    }
+    shipped = eval_critic(None)
+    critic = Recording(bind_critic(shipped, store)) if shipped is not None else None
+    graph = build_graph(store, critic, lexical=LexicalSearcher(store))
+    contexts = {side: RUNS[side] for side in ("split", "no split")}
     questions = compound_questions(split, pairs, seed)
-    rows: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
+    rows: dict[str, list[dict[str, Any]]] = {side: [] for side in SIDES}
     for index, question in enumerate(questions):
-        order = list(sides) if index % 2 == 0 else list(reversed(sides))
+        order = list(RUNS) if index % 2 == 0 else list(reversed(RUNS))
         for side in order:
             store.forget_queries()
-            got, seconds = run(sides[side], question["text"])
-            hit = [bool(set(got) & set(docs)) for docs in question["relevant"]]
-            rows[side].append({"both": all(hit), "either": any(hit), "n": len(got), "s": seconds})
+            got, seconds, whole = run(graph, critic, RUNS[side], question["text"])
+            rows[side].append(_row(got, question["relevant"], seconds))
+            if side == "split, 10 judged":
+                rows["before"].append(_row(whole or got, question["relevant"], seconds))
         if (index + 1) % 40 == 0:
             say(f"{name}: {index + 1}/{len(questions)} compound questions")
-    result: dict[str, Any] = {
-        "questions": len(questions),
-        "split_as_built": sum(q["split_as_built"] for q in questions),
-        "compound": {side: _coverage(r) for side, r in rows.items()},
-        "by_template": {
-            template: {
-                side: _coverage(
-                    [
-                        r
-                        for r, q in zip(rows[side], questions, strict=True)
-                        if q["template"] == template
-                    ]
-                )
-                for side in sides
-            }
-            for template in TEMPLATES
-        },
-        "examples": [q["text"] for q in questions[:4]],
-    }
+    # Each half asked alone (the full pipeline): the most a compound question can get.
+    alone: dict[str, list[str]] = {}
+    result: dict[str, Any] = {"questions": len(questions), "split": split_name}
     if single:
-        ndcg: dict[str, list[float]] = {side: [] for side in sides}
+        ndcg: dict[str, list[float]] = {side: [] for side in contexts}
         split_single = 0
         for index, (query_id, text) in enumerate(sorted(split.queries.items())):
-            split_single += bool(split_compound(text))
-            order = list(sides) if index % 2 == 0 else list(reversed(sides))
-            for side in order:
+            parts = split_compound(text)
+            split_single += bool(parts)
+            # A question the rules leave alone takes the very same path on both sides.
+            sides = list(contexts) if parts else ["split"]
+            got_by: dict[str, list[str]] = {}
+            for side in sides if index % 2 == 0 else list(reversed(sides)):
                 store.forget_queries()
-                got, _ = run(sides[side], text)
-                ndcg[side].append(ndcg_at_k(got, split.qrels[query_id], 10))
+                got_by[side] = run(graph, critic, contexts[side], text)[0]
+            alone[query_id] = got_by["split"]
+            for side in contexts:
+                ndcg[side].append(
+                    ndcg_at_k(got_by.get(side, got_by["split"]), split.qrels[query_id], 10)
+                )
         result["single"] = {
             "queries": len(split.queries),
             "split_by_the_rules": split_single,
             "ndcg@10": {side: statistics.fmean(v) for side, v in ndcg.items()},
         }
         say(f"{name}: single queries {result['single']}")
+    for question in questions:
+        for query_id in question["halves"]:
+            if query_id not in alone:
+                store.forget_queries()
+                alone[query_id] = run(graph, critic, contexts["split"], split.queries[query_id])[0]
+    each_alone = [
+        all(
+            bool(set(alone[q]) & set(docs))
+            for q, docs in zip(question["halves"], question["relevant"], strict=True)
+        )
+        for question in questions
+    ]
+    on_answerable = [r["both"] for r, ok in zip(rows["split"], each_alone, strict=True) if ok]
+    result.update(
+        {
+            "split_as_built": sum(q["split_as_built"] for q in questions),
+            "compound": {side: _coverage(r) for side, r in rows.items()},
+            "each_half_alone": sum(each_alone) / len(questions),
+            "both_where_each_alone": sum(on_answerable) / max(len(on_answerable), 1),
+            "by_template": {
+                template: {
+                    side: _coverage(
+                        [
+                            r
+                            for r, q in zip(rows[side], questions, strict=True)
+                            if q["template"] == template
+                        ]
+                    )
+                    for side in SIDES
+                }
+                for template in TEMPLATES
+            },
+            "examples": [q["text"] for q in questions[:4]],
+        }
+    )
     return result
 
 
@@ -167,56 +272,67 @@ def _coverage(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
 
 def markdown(payload: dict[str, Any]) -> str:
     """The results as Markdown."""
+    both = " | ".join(f"both: {side}" for side in SIDES)
     lines = [
         "# Compound questions: each part handed over?",
         "",
-        "Built from each set's test queries (two per question, four markers in turn, seed "
-        f"{payload['seed']}); the full pipeline with the shipped critic, splitting on vs off, "
-        "same run.",
+        "Built from each set's queries (two per question, four markers in turn, seed "
+        f"{payload['seed']}); the full pipeline with the shipped critic, in the same run, "
+        "interleaved: *split* (the pipeline as it is: parts searched, 15 candidates judged, "
+        "each chunk judged against the whole question and each part), *split, 10 judged* "
+        "(the same with 10 candidates), *before* (that run's candidates handed over as a "
+        "critic judging against the whole question alone does: the pipeline before parts "
+        "were judged), *no split*. *Each half alone*: both halves, asked alone, get a "
+        "relevant document handed over (the most a compound question can get); *where each "
+        "alone*: the share, with *split*, among those.",
         "",
-        "| set | questions | split as built | both halves: split | both halves: no split | "
-        "either: split | either: no split | chunks handed over (split / no split) | "
-        "p50 ms (split / no split) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"| set | split | questions | split as built | {both} | each half alone "
+        "| both where each alone | either: split / no split | handed over: "
+        + " / ".join(SIDES)
+        + " | p50 ms: split / no split |",
+        "|---|---|---:|---:|" + "---:|" * (len(SIDES) + 5),
     ]
-    total = {"questions": 0, "split": 0.0, "no split": 0.0}
+    total: dict[str, float] = {"questions": 0, **dict.fromkeys(SIDES, 0.0), "alone": 0.0}
     for name, result in payload["sets"].items():
-        on, off = result["compound"]["split"], result["compound"]["no split"]
+        by = result["compound"]
+        on, off = by["split"], by["no split"]
+        cells = " | ".join(f"{by[side]['both']:.3f}" for side in SIDES)
+        counts = " / ".join(f"{by[side]['handed_over']:.1f}" for side in SIDES)
         lines.append(
-            f"| {name} | {result['questions']} | {result['split_as_built']} | {on['both']:.3f} | "
-            f"{off['both']:.3f} | {on['either']:.3f} | {off['either']:.3f} | "
-            f"{on['handed_over']:.1f} / {off['handed_over']:.1f} | "
-            f"{on['p50_ms']:.0f} / {off['p50_ms']:.0f} |"
+            f"| {name} | {result['split']} | {result['questions']} | {result['split_as_built']} "
+            f"| {cells} | {result['each_half_alone']:.3f} | {result['both_where_each_alone']:.3f} "
+            f"| {on['either']:.3f} / {off['either']:.3f} | {counts} "
+            f"| {on['p50_ms']:.0f} / {off['p50_ms']:.0f} |"
         )
         total["questions"] += result["questions"]
-        total["split"] += on["both"] * result["questions"]
-        total["no split"] += off["both"] * result["questions"]
+        for side in SIDES:
+            total[side] += by[side]["both"] * result["questions"]
+        total["alone"] += result["each_half_alone"] * result["questions"]
     n = total["questions"]
+    cells = " | ".join(f"{total[side] / n:.3f}" for side in SIDES)
     lines += [
-        f"| all | {n} | | {total['split'] / n:.3f} | {total['no split'] / n:.3f} | | | | |",
+        f"| all | | {n:.0f} | | {cells} | {total['alone'] / n:.3f} | | | | |",
         "",
-        "By marker (both halves, split / no split):",
+        "By marker (both halves):",
         "",
-        "| set | marker | split | no split |",
-        "|---|---|---:|---:|",
+        "| set | marker | " + " | ".join(SIDES) + " |",
+        "|---|---|" + "---:|" * len(SIDES),
     ]
     for name, result in payload["sets"].items():
         for template, by_side in result["by_template"].items():
-            lines.append(
-                f"| {name} | `{template}` | {by_side['split']['both']:.3f} | "
-                f"{by_side['no split']['both']:.3f} |"
-            )
-    lines += ["", "Single-query test sets as they are (nDCG@10 of what is handed over):", ""]
-    lines += ["| set | queries | split by the rules | split | no split | difference |"]
-    lines += ["|---|---:|---:|---:|---:|---:|"]
+            cells = " | ".join(f"{by_side[side]['both']:.3f}" for side in SIDES)
+            lines.append(f"| {name} | `{template}` | {cells} |")
+    lines += ["", "Single-query sets as they are (nDCG@10 of what is handed over):", ""]
+    lines += ["| set | split | queries | split by the rules | split | no split | difference |"]
+    lines += ["|---|---|---:|---:|---:|---:|---:|"]
     for name, result in payload["sets"].items():
         if "single" not in result:
             continue
         single = result["single"]
-        on, off = single["ndcg@10"]["split"], single["ndcg@10"]["no split"]
+        on_, off_ = single["ndcg@10"]["split"], single["ndcg@10"]["no split"]
         lines.append(
-            f"| {name} | {single['queries']} | {single['split_by_the_rules']} | {on:.4f} | "
-            f"{off:.4f} | {on - off:+.4f} |"
+            f"| {name} | {result['split']} | {single['queries']} | "
+            f"{single['split_by_the_rules']} | {on_:.4f} | {off_:.4f} | {on_ - off_:+.4f} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -228,12 +344,22 @@ def main() -> None:
     parser.add_argument("--single", nargs="*", default=["scifact"], help="Sets run as they are.")
     parser.add_argument("--name", default="compound", help="Results file name (results/NAME).")
     parser.add_argument("--seed", type=int, default=SEED, help="Seed of the pairing.")
+    parser.add_argument(
+        "--split",
+        default="test",
+        help="The split the questions come from: train or dev for choosing, test for reporting.",
+    )
     options = parser.parse_args()
     sets = {
-        name: measure_set(name, options.pairs, name in options.single, options.seed)
+        name: measure_set(name, options.split, options.pairs, name in options.single, options.seed)
         for name in options.sets
     }
-    payload = {"pairs_per_set": options.pairs, "seed": options.seed, "sets": sets}
+    payload = {
+        "pairs_per_set": options.pairs,
+        "seed": options.seed,
+        "split": options.split,
+        "sets": sets,
+    }
     save(options.name, payload, markdown(payload))
 
 

@@ -57,6 +57,8 @@ def run_to_dict(query: str, output: RetrievalOutput) -> dict[str, Any]:
                 "distance": doc.metadata[RETRIEVAL_KEY]["distance"],
                 "critic_score": doc.metadata[RETRIEVAL_KEY]["critic_score"],
                 "from_fallback": doc.metadata[RETRIEVAL_KEY]["from_fallback"],
+                # the part of a compound question the chunk was kept for (None: the whole)
+                "part": doc.metadata[RETRIEVAL_KEY].get("part"),
                 "text": doc.page_content,
             }
             for doc in output["documents"]
@@ -95,10 +97,12 @@ def print_run(query: str, output: RetrievalOutput, console: Console, *, width: i
     for rank, doc in enumerate(run["documents"], start=1):
         score = doc["critic_score"]
         text = " ".join(doc["text"].split())
+        part = f"  (for {doc['part']!r})" if doc["part"] is not None else ""
         console.print(
             f"  {rank:>2}. distance {doc['distance']:.3f}  critic "
             f"{'-' if score is None else f'{score:.2f}'}  [{doc['type']}] "
-            f"{doc['cite']} #{doc['chunk']}{'  (fallback)' if doc['from_fallback'] else ''}",
+            f"{doc['cite']} #{doc['chunk']}{'  (fallback)' if doc['from_fallback'] else ''}"
+            f"{part}",
             markup=False,
             highlight=False,
             soft_wrap=True,

@@ -22,6 +22,8 @@ class Hit(TypedDict):
     metadata: dict[str, Any]
     distance: float
     from_fallback: bool
+    # A compound question's hit: its cosine distance to each part (``ragbrain.parts``).
+    part_distances: NotRequired[list[float]]
 
 
 class RetrievalInput(TypedDict):

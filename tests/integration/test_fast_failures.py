@@ -41,8 +41,18 @@ print(json.dumps({"code": code, "heavy": heavy}))
         ["query", "redis", "--server", "localhost:8000"],
         ["ingest", "{tmp}/no-such-notes", "--store", "{tmp}/new"],
         ["ingest", "{tmp}", "--exclude", "bad\\", "--store", "{tmp}/new"],
+        ["watch", "{tmp}", "--include", "bad\\", "--store", "{tmp}/new"],
     ],
-    ids=["empty", "k0", "k101", "missing-store", "bad-server", "missing-notes", "bad-pattern"],
+    ids=[
+        "empty",
+        "k0",
+        "k101",
+        "missing-store",
+        "bad-server",
+        "missing-notes",
+        "bad-pattern",
+        "watch-bad-pattern",
+    ],
 )
 def test_bad_input_is_refused_before_anything_heavy_loads(tmp_path: Path, args: list[str]) -> None:
     filled = [a.format(tmp=tmp_path) for a in args]

@@ -262,6 +262,100 @@ def test_missing_folder_is_refused(tmp_path: Path, fake_embeddings: Any) -> None
         Watcher([tmp_path / "missing"], store)
 
 
+# --- --exclude / --include: the same rules as ingest, on the first pass and on changes ---
+
+PATTERNS = [
+    {"exclude": ["bug/"]},
+    {"exclude": ["*.md", "!decision/*.md"]},
+    {"include": ["lesson/**", "howto/**"]},
+    {"include": ["**/*.md"], "exclude": ["/howto/"]},
+]
+PATTERN_IDS = ["exclude-folder", "exclude-then-take-back", "include", "include-and-exclude"]
+
+
+@pytest.mark.parametrize("options", PATTERNS, ids=PATTERN_IDS)
+def test_the_first_pass_keeps_what_ingest_keeps(
+    options: dict[str, list[str]], notes_dir: Path, fake_store: Store, tmp_path: Path
+) -> None:
+    """The store held every note; the watcher's first pass prunes the left-out ones."""
+    assert sources(fake_store) == set(NOTES)
+    Watcher([notes_dir], fake_store, **options).initial()  # type: ignore[arg-type]
+    clean = Store.open(tmp_path / "clean", BagOfWordsEmbeddings(), create=True)
+    ingest(notes_dir, clean, **options)  # type: ignore[arg-type]
+    assert contents(fake_store) == contents(clean)
+    assert sources(fake_store) < set(NOTES)
+
+
+@pytest.mark.parametrize("options", PATTERNS, ids=PATTERN_IDS)
+def test_changes_keep_what_ingest_keeps(
+    options: dict[str, list[str]], notes_dir: Path, fake_store: Store, tmp_path: Path
+) -> None:
+    watcher = Watcher([notes_dir], fake_store, **options)  # type: ignore[arg-type]
+    watcher.initial()
+    changed = [*_edit(notes_dir), *_create(notes_dir)]
+    for folder in ("bug", "decision", "lesson", "howto"):
+        path = notes_dir / folder / "added.md"
+        path.write_text(f"# Added to {folder}\n\nwritten while watched")
+        changed.append(path)
+    watcher.apply(changed)
+    clean = Store.open(tmp_path / "clean", BagOfWordsEmbeddings(), create=True)
+    ingest(notes_dir, clean, **options)  # type: ignore[arg-type]
+    assert contents(fake_store) == contents(clean)
+
+
+def test_an_excluded_file_changing_writes_nothing(notes_dir: Path, fake_store: Store) -> None:
+    watcher = Watcher([notes_dir], fake_store, exclude=["bug/cache.md"])
+    watcher.initial()
+    before = contents(fake_store)
+    (notes_dir / "bug/cache.md").write_text("# Redis cache\n\nedited, but left out")
+    (update,) = watcher.apply([notes_dir / "bug/cache.md"])
+    assert (update.changes, contents(fake_store)) == ([], before)
+    assert "bug/cache.md" not in sources(fake_store)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"exclude": ["notes\\"]}, {"include": ["!"]}],
+    ids=["bad-exclude", "bad-include"],
+)
+def test_a_bad_pattern_is_refused_before_watching(
+    options: dict[str, list[str]], notes_dir: Path, fake_store: Store
+) -> None:
+    before = contents(fake_store)
+    with pytest.raises(InvalidInputError, match="not a valid gitignore pattern"):
+        Watcher([notes_dir], fake_store, **options)  # type: ignore[arg-type]
+    assert contents(fake_store) == before
+
+
+def test_the_watch_command_passes_its_patterns(
+    notes_dir: Path, fake_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from ragbrain.cli import app
+    from ragbrain.cli import notes as notes_cli
+    from ragbrain.ingest import watch as watch_module
+
+    class Once(Watcher):
+        def run(self) -> None:  # one pass, no watching
+            return None
+
+    made: list[Watcher] = []
+
+    def once(*args: Any, **kwargs: Any) -> Watcher:
+        made.append(Once(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(notes_cli, "_open_for_writing", lambda *args, **kwargs: fake_store)
+    monkeypatch.setattr(watch_module, "Watcher", once)
+    monkeypatch.setattr(signal, "signal", lambda *args: None)  # pytest keeps its Ctrl-C
+    args = ["watch", str(notes_dir), "--exclude", "bug/", "--include", "**/*.md"]
+    result = CliRunner().invoke(app, [*args, "--exclude", "/howto/"])
+    assert result.exit_code == 0, result.output
+    assert (made[0].exclude, made[0].include) == (("bug/", "/howto/"), ("**/*.md",))
+    assert sources(fake_store) == {"decision/alembic.md", "decision/redis.md", "lesson/timeout.md"}
+
+
 # --- the real watcher (watchdog), with a short debounce ---
 
 

@@ -92,3 +92,28 @@ def test_explicit_k_overrides_the_tiers() -> None:
 def test_bad_settings_are_refused(settings: dict[str, Any]) -> None:
     with pytest.raises(InvalidInputError):
         RetrievalContext(**settings)
+
+
+@pytest.mark.parametrize(
+    ("query", "context", "candidates", "compound"),
+    [
+        ("What is the difference between redis and postgres?", {}, 15, True),
+        ("redis vs postgres", {"judged_compound": 12}, 12, True),
+        ("redis vs postgres", {"judged_compound": 3}, 10, True),  # never fewer than 'judged'
+        ("redis vs postgres", {"split_compound": False}, 10, False),
+        ("redis vs postgres", {"k": 4}, 4, False),
+        ("why did the nightly backup fail", {}, 10, False),
+    ],
+    ids=["compound", "set", "at-least-judged", "split-off", "k-wins", "single"],
+)
+def test_a_compound_question_has_more_candidates_judged(
+    query: str, context: dict[str, Any], candidates: int, compound: bool
+) -> None:
+    result = run(query, **context)
+    assert result["candidates"] == candidates
+    assert ("compound question" in result["notes"][0]) == compound
+
+
+def test_judged_compound_must_be_a_depth() -> None:
+    with pytest.raises(InvalidInputError, match="judged_compound"):
+        RetrievalContext(judged_compound=0)

@@ -1,15 +1,20 @@
 """Compound questions in the pipeline: each part searched besides the whole, fused by RRF,
-and each part's best chunk kept in what is handed over."""
+each part's best chunk kept among the candidates, and each chunk judged against its part."""
 
 from __future__ import annotations
+
+import math
+from collections.abc import Sequence
 
 import pytest
 
 from ragbrain.context import RetrievalContext
 from ragbrain.graph import build_graph
-from ragbrain.parts import represented, search_parts
+from ragbrain.parts import judge_parts, represented, search_parts
 from ragbrain.retriever import CorrectiveRetriever
+from ragbrain.state import RETRIEVAL_KEY, Hit
 from ragbrain.store import Store
+from tests.support.fakes import OverlapCritic
 
 
 @pytest.mark.parametrize(
@@ -53,6 +58,10 @@ def test_each_part_is_handed_over(fake_store: Store) -> None:
         h["id"]: h["distance"] for h in fake_store.hits_by_id(QUESTION, [h["id"] for h in hits])
     }
     assert all(abs(h["distance"] - again[h["id"]]) < 1e-6 for h in hits)
+    # ... and to each part, in part_distances
+    for j, part in enumerate(["the redis cache stampede", "alembic"]):
+        to_part = {h["id"]: h["distance"] for h in fake_store.hits_by_id(part, list(again))}
+        assert all(abs(h["part_distances"][j] - to_part[h["id"]]) < 1e-6 for h in hits)
 
 
 @pytest.mark.parametrize("mode", ["dense", "hybrid"])
@@ -71,3 +80,102 @@ def test_the_graph_splits_and_says_so(fake_store: Store, mode: str) -> None:
     assert not any("compound" in n for n in off.run(QUESTION, k=2)["notes"])
     single = on.run("why did the nightly backup fail", k=2)
     assert not any("compound" in n for n in single["notes"])
+
+
+def _hit(id_: str, text: str, to_parts: list[float] | None) -> Hit:
+    hit = Hit(id=id_, text=text, metadata={}, distance=0.5, from_fallback=False)
+    if to_parts is not None:
+        hit["part_distances"] = to_parts
+    return hit
+
+
+class WordCritic:
+    """Scores a passage 1.0 when it holds every word of the query, else 0.1 (NaN for 'nan')."""
+
+    threshold = 0.5
+
+    def __init__(self) -> None:
+        self.orders: dict[str, list[str]] = {}
+
+    def score(
+        self, query: str, passages: Sequence[str], distances: Sequence[float] | None = None
+    ) -> list[float]:
+        self.orders[query] = list(passages)
+        return [
+            math.nan if p == "nan" else 1.0 if set(query.split()) <= set(p.split()) else 0.1
+            for p in passages
+        ]
+
+
+@pytest.mark.parametrize(
+    ("hits", "whole", "expected"),
+    [
+        (
+            [_hit("a", "redis", [0.1, 0.9]), _hit("b", "alembic", [0.9, 0.1])],
+            [0.1, 0.1],
+            ([1.0, 1.0], ["redis", "alembic"], [0, 1]),
+        ),
+        (
+            [_hit("a", "redis alembic", [0.1, 0.2])],
+            [0.9],
+            ([1.0], ["redis"], [0, 0]),
+        ),
+        (
+            [_hit("a", "redis", [0.1, 0.9]), _hit("b", "alembic", None)],
+            [0.1, 0.7],
+            ([1.0, 0.7], ["redis", None], [0, 0]),
+        ),
+        (
+            [_hit("a", "nan", [0.1, 0.9]), _hit("b", "other", [0.2, 0.2])],
+            [math.nan, 0.6],
+            ([math.nan, 0.6], [None, None], [1, 1]),
+        ),
+        ([], [], ([], [], [-1, -1])),
+    ],
+    ids=["each-half-its-part", "whole-lower-than-part", "fallback-hit-whole-only", "nan", "none"],
+)
+def test_judge_parts(
+    hits: list[Hit],
+    whole: list[float],
+    expected: tuple[list[float], list[str | None], list[int]],
+) -> None:
+    scores, answers, bests = judge_parts(WordCritic(), ["redis", "alembic"], hits, whole)
+    assert [str(s) for s in scores] == [str(s) for s in expected[0]]
+    assert (answers, bests) == (expected[1], expected[2])
+
+
+def test_a_part_is_judged_in_its_own_distance_order() -> None:
+    critic = WordCritic()
+    hits = [_hit("a", "x", [0.9, 0.1]), _hit("b", "y", [0.1, 0.9]), _hit("c", "z", [0.5, 0.5])]
+    judge_parts(critic, ["p", "q"], hits, [0.0, 0.0, 0.0])
+    assert critic.orders == {"p": ["y", "z", "x"], "q": ["x", "z", "y"]}
+
+
+def test_a_half_answer_is_handed_over_for_its_part(fake_store: Store) -> None:
+    """The critic judging against the whole question drops the Alembic note (it holds one
+    word of ten); judged against its part, it is kept, and its trace names the part."""
+    critic = OverlapCritic()
+    graph = build_graph(fake_store, critic)
+    on = CorrectiveRetriever(graph=graph, context=RetrievalContext(search_mode="dense"))
+    docs = on.invoke(QUESTION)
+    parts = {d.metadata["source"]: d.metadata[RETRIEVAL_KEY]["part"] for d in docs}
+    assert parts["decision/alembic.md"] == "alembic"
+    assert parts["bug/cache.md"] in ("the redis cache stampede", None)
+    assert [query for query, _ in critic.calls] == [
+        QUESTION,
+        "the redis cache stampede",
+        "alembic",
+    ]
+    off = on.model_copy(
+        update={"context": RetrievalContext(search_mode="dense", split_compound=False)}
+    )
+    alone = {d.metadata["source"] for d in off.invoke(QUESTION)}
+    assert "decision/alembic.md" not in alone and "bug/cache.md" in alone
+    assert all(d.metadata[RETRIEVAL_KEY]["part"] is None for d in off.invoke(QUESTION))
+
+
+def test_without_a_critic_the_trace_names_the_nearest_part(fake_store: Store) -> None:
+    graph = build_graph(fake_store, None)
+    output = CorrectiveRetriever(graph=graph).run(QUESTION, k=2)
+    parts = {d.metadata["source"]: d.metadata[RETRIEVAL_KEY]["part"] for d in output["documents"]}
+    assert parts == {"bug/cache.md": "the redis cache stampede", "decision/alembic.md": "alembic"}

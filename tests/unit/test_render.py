@@ -44,3 +44,19 @@ def test_an_abstaining_run_prints_why() -> None:
 def test_an_empty_answerable_run_says_no_chunks() -> None:
     text = printed(output(True, None))
     assert "not answerable" not in text and "no chunks returned" in text
+
+
+def test_a_chunk_kept_for_a_part_says_which() -> None:
+    from langchain_core.documents import Document
+
+    from ragbrain.state import RETRIEVAL_KEY
+
+    trace = {"distance": 0.4, "critic_score": 0.7, "from_fallback": False}
+    docs = [
+        Document(id="a", page_content="alembic", metadata={RETRIEVAL_KEY: {**trace, "part": "uv"}}),
+        Document(id="b", page_content="redis", metadata={RETRIEVAL_KEY: {**trace, "part": None}}),
+    ]
+    run = {**output(True, None), "documents": docs}
+    assert [d["part"] for d in run_to_dict("q", run)["documents"]] == ["uv", None]  # type: ignore[arg-type]
+    lines = [line for line in printed(run).splitlines() if "distance 0.400" in line]  # type: ignore[arg-type]
+    assert ["(for 'uv')" in line for line in lines] == [True, False]

@@ -25,6 +25,21 @@ if TYPE_CHECKING:
     from ragbrain.store import Store
     from ragbrain.store.resilience import StorePolicy
 
+ExcludeOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--exclude",
+        help="Leave out files/folders matching this gitignore pattern (repeatable), on top "
+        "of .gitignore and .ragbrainignore files.",
+    ),
+]
+IncludeOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--include", help="Only ingest files matching this gitignore pattern (repeatable)."
+    ),
+]
+
 
 @app.command()
 def ingest(
@@ -37,20 +52,8 @@ def ingest(
     prune: PruneOption = True,
     convert_space: ConvertSpaceOption = False,
     server: ServerOption = None,
-    exclude: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--exclude",
-            help="Leave out files/folders matching this gitignore pattern (repeatable), on top "
-            "of .gitignore and .ragbrainignore files.",
-        ),
-    ] = None,
-    include: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--include", help="Only ingest files matching this gitignore pattern (repeatable)."
-        ),
-    ] = None,
+    exclude: ExcludeOption = None,
+    include: IncludeOption = None,
     embedding: Annotated[
         str | None,
         typer.Option(
@@ -160,19 +163,39 @@ def watch(
     debounce: Annotated[
         float, typer.Option(min=0.0, help="Seconds of quiet that end a burst of saves.")
     ] = 1.0,
+    exclude: ExcludeOption = None,
+    include: IncludeOption = None,
 ) -> None:
-    """Ingest folders, then keep the store in step with them as files change (Ctrl-C stops)."""
+    """Ingest folders, then keep the store in step with them as files change (Ctrl-C stops).
+
+    --exclude and --include act as for ingest, relative to each watched folder: a file they
+    leave out is not ingested, and (with --prune) loses its chunks.
+    """
     import signal
 
+    from ragbrain.ingest.ignore import IgnoreRules
     from ragbrain.ingest.watch import Watcher
     from ragbrain.progress import progress_reporter
 
     def say(line: str) -> None:
         err.print(line, highlight=False, markup=False)
 
+    try:  # bad patterns answer at once, before the model loads
+        IgnoreRules(Path.cwd(), exclude=exclude or (), include=include or ())
+    except RagbrainError as exc:
+        raise fail(exc) from exc
     try:
         opened = _open_for_writing(paths[0] if paths else None, store, server, convert_space)
-        watcher = Watcher(paths, opened, type_=type_, prune=prune, debounce=debounce, status=say)
+        watcher = Watcher(
+            paths,
+            opened,
+            type_=type_,
+            prune=prune,
+            debounce=debounce,
+            status=say,
+            exclude=exclude or (),
+            include=include or (),
+        )
         watcher.start()  # before the first ingest, so a change made meanwhile is not missed
         with progress_reporter(err, "embedding chunks") as progress:
             reports = watcher.initial(progress)

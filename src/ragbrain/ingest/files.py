@@ -210,11 +210,13 @@ def _candidates(root: Path, rules: IgnoreRules, excluded: list[Path]) -> Iterato
             yield path
 
 
-def list_candidates(root: Path) -> list[Path | Skipped]:
+def list_candidates(
+    root: Path, exclude: Sequence[str] = (), include: Sequence[str] = ()
+) -> list[Path | Skipped]:
     """The note files under the folder ``root`` as ``scan_notes`` walks it (its ignore rules
-    applied, without reading them), and the links it refuses; for the watcher, which rereads
-    only what changed."""
-    return list(_candidates(root, IgnoreRules(root), []))
+    and the ``exclude`` and ``include`` patterns applied, without reading them), and the links
+    it refuses; for the watcher, which rereads only what changed."""
+    return list(_candidates(root, IgnoreRules(root, exclude=exclude, include=include), []))
 
 
 def scan_notes(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -93,6 +93,8 @@ def apply_changes(
     type_: str | None = None,
     prune: bool = True,
     max_bytes: int = MAX_BYTES,
+    exclude: Sequence[str] = (),
+    include: Sequence[str] = (),
 ) -> Update:
     """Re-read the files at or under ``paths`` in the folder ``root`` and update the store.
 
@@ -106,6 +108,8 @@ def apply_changes(
         type_: As for ``ingest``.
         prune: Delete the chunks of files that are no longer there.
         max_bytes: Larger files are skipped.
+        exclude, include: Gitignore patterns, as for ``ingest``: a file they leave out
+            loses its chunks (with ``prune``) like a deleted one.
 
     Raises:
         StoreLockedError: Another process is writing to the store.
@@ -114,7 +118,8 @@ def apply_changes(
     update = Update(root=root)
     with store.writing():
         found: dict[str, Path | Skipped] = {}
-        for candidate in list_candidates(root) if root.is_dir() else []:
+        listed = list_candidates(root, exclude, include) if root.is_dir() else []
+        for candidate in listed:
             path = candidate.path if isinstance(candidate, Skipped) else candidate
             found[path.relative_to(root).as_posix()] = candidate
         stored = store.metadata_by_source(str(root))

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragbrain.errors import InvalidInputError, StoreLockedError
 from ragbrain.ingest.files import MAX_BYTES, SUFFIXES
+from ragbrain.ingest.ignore import IgnoreRules
 from ragbrain.ingest.run import IngestReport, Progress, ingest
 from ragbrain.ingest.update import Update, apply_changes
 
@@ -111,6 +112,8 @@ class Watcher:
         status: Status | None = None,
         write_lock: threading.Lock | None = None,
         on_update: Callable[[], None] | None = None,
+        exclude: Sequence[str] = (),
+        include: Sequence[str] = (),
     ) -> None:
         """Check the folders; nothing is watched yet.
 
@@ -125,11 +128,18 @@ class Watcher:
             write_lock: Held around every write (a process that also writes from other
                 threads, like the MCP server, passes its own).
             on_update: Called after each applied batch.
+            exclude, include: Gitignore patterns, as for ``ingest`` (relative to each
+                watched folder, on top of its ignore files): a file they leave out is not
+                ingested, and loses its chunks (with ``prune``).
 
         Raises:
-            InvalidInputError: A folder does not exist, or watchdog is not installed.
+            InvalidInputError: A folder does not exist, a pattern is not valid gitignore
+                syntax, or watchdog is not installed.
         """
         _watchdog()
+        self.exclude, self.include = tuple(exclude), tuple(include)
+        # Bad patterns are refused here, not at the first change.
+        IgnoreRules(Path.cwd(), exclude=self.exclude, include=self.include, read_files=False)
         self.roots = []
         for root in roots:
             path = Path(os.path.abspath(Path(root).expanduser()))
@@ -187,6 +197,8 @@ class Watcher:
                         prune=self.prune,
                         max_bytes=self.max_bytes,
                         progress=progress,
+                        exclude=self.exclude,
+                        include=self.include,
                     )
                 )
         with self.write_lock:
@@ -285,6 +297,8 @@ class Watcher:
                         type_=self.type_,
                         prune=self.prune,
                         max_bytes=self.max_bytes,
+                        exclude=self.exclude,
+                        include=self.include,
                     )
             except StoreLockedError as exc:
                 self.status(f"{exc} Trying again in {LOCKED_RETRY_SECONDS:.0f} s.")

@@ -6,6 +6,11 @@ the trace says why. With one, every candidate it keeps is handed over: its evide
 the depth up to the number judged (measured leave-one-domain-out, ``docs/quality.md``: on
 NFCorpus, where queries have many relevant documents, nDCG@10 0.265 -> 0.323; the other sets
 within noise).
+
+A compound question's chunks (``ragbrain.parts``) are judged against each part as well, each
+keeping its best score: a chunk that answers one part is a half-answer to the whole question
+and would be dropped. Each part's best-judged chunk, when kept, is handed over whatever its
+rank, and the trace names the part each chunk was kept for (``part``).
 """
 
 from __future__ import annotations
@@ -17,10 +22,12 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
+from ragbrain.compound import split_compound
 from ragbrain.context import RetrievalContext, context_of
 from ragbrain.critic.base import Critic, keep_mask, threshold_label
 from ragbrain.critic.model import TransformerCritic
 from ragbrain.nodes import Node
+from ragbrain.parts import judge_parts, nearest_parts
 from ragbrain.state import RETRIEVAL_KEY, Hit, RetrievalState
 
 if TYPE_CHECKING:
@@ -36,7 +43,9 @@ def bind_critic(critic: Critic, store: Store) -> Critic:
     return critic
 
 
-def _document(hit: Hit, score: float | None, state: RetrievalState, critic: str) -> Document:
+def _document(
+    hit: Hit, score: float | None, state: RetrievalState, critic: str, part: str | None = None
+) -> Document:
     trace = {
         "distance": hit["distance"],
         "critic_score": score,
@@ -49,6 +58,7 @@ def _document(hit: Hit, score: float | None, state: RetrievalState, critic: str)
         "fallback": state.get("fallback", False),
         "from_fallback": hit["from_fallback"],
         "critic": critic,
+        "part": part,
     }
     return Document(
         id=hit["id"], page_content=hit["text"], metadata={**hit["metadata"], RETRIEVAL_KEY: trace}
@@ -87,36 +97,52 @@ def make_critic_filter(critic: Critic | None, off_reason: str = "no critic confi
     """Bind a critic (or None: keep every hit, saying ``off_reason``) into ``critic_filter``."""
 
     def critic_filter(state: RetrievalState, runtime: Runtime[RetrievalContext]) -> dict[str, Any]:
-        hits = state["hits"]
+        hits, context = state["hits"], context_of(runtime)
+        compound = context.split_compound and any("part_distances" in hit for hit in hits)
+        parts = split_compound(state["query"]) if compound else []
         if critic is None:
             status = f"off: {off_reason}"
-            documents = [_document(hit, None, state, status) for hit in hits[: state["depth"]]]
+            shown = hits[: state["depth"]]
+            near = nearest_parts(parts, shown) if parts else [None] * len(shown)
+            documents = [
+                _document(hit, None, state, status, part)
+                for hit, part in zip(shown, near, strict=True)
+            ]
             answerable, reason = abstention(hits, None, len(documents), None)
             note = f"critic {status}; kept all {len(documents)}"
             if len(hits) > len(documents):
                 note += f" of the first {state['depth']} (the depth) of {len(hits)} candidates"
         else:
-            threshold = context_of(runtime).critic_threshold
+            threshold = context.critic_threshold
             if threshold is None:
                 threshold = critic.threshold
             texts, distances = [hit["text"] for hit in hits], [hit["distance"] for hit in hits]
             scores = critic.score(state["query"], texts, distances) if hits else []
+            answers: list[str | None] = [None] * len(hits)
+            bests: list[int] = []
+            if parts:
+                # A chunk that answers one part is judged against that part, not the whole.
+                scores, answers, bests = judge_parts(critic, parts, hits, scores)
             status = f"on ({threshold_label(critic, threshold)})"
-            kept = [
-                (hit, score)
-                for hit, score, keep in zip(hits, scores, keep_mask(scores, threshold), strict=True)
-                if keep
-            ]
+            keep = keep_mask(scores, threshold)
+            # Each part's best-judged chunk, when kept, has a place whatever its rank.
+            own = {i for i in bests if i >= 0 and keep[i]}
             # Past the depth, only chunks the critic scored above its cut are handed over: its
             # evidence raises the depth, a pass it gave without judging (at the cut) does not.
             depth = state["depth"]
-            kept = kept[:depth] + [(hit, s) for hit, s in kept[depth:] if s > threshold]
-            documents = [_document(hit, score, state, status) for hit, score in kept]
+            chosen = [i for i in range(len(hits)) if keep[i]]
+            chosen = [
+                i for n, i in enumerate(chosen) if n < depth or scores[i] > threshold or i in own
+            ]
+            documents = [_document(hits[i], scores[i], state, status, answers[i]) for i in chosen]
             answerable, reason = abstention(hits, scores, len(documents), threshold)
             dropped = len(hits) - len(documents)
             note = f"critic {status}: kept {len(documents)}, dropped {dropped} of {len(hits)}"
             if len(documents) > state["depth"]:
                 note += f" (more than the depth, {state['depth']}: the critic kept them)"
+            if parts:
+                for_parts = sum(answers[i] is not None for i in chosen)
+                note += f"; judged against each part as well: {for_parts} kept for a part"
         if reason is not None:
             note += f"; nothing is returned: {reason}"
         return {

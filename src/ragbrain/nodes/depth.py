@@ -8,6 +8,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from ragbrain.compound import split_compound
 from ragbrain.context import RetrievalContext, context_of
 from ragbrain.state import RetrievalState
 
@@ -50,8 +51,9 @@ def depth_for(score: int, context: RetrievalContext) -> int:
 
 def plan_depth(query: str, context: RetrievalContext) -> dict[str, Any]:
     """The complexity score, the depth, how many candidates to search and judge, and the trace
-    line; an explicit ``k`` overrides the tiers and is also the number judged. Returns the
-    state keys to write."""
+    line; an explicit ``k`` overrides the tiers and is also the number judged. A compound
+    question (``ragbrain.compound``) has ``judged_compound`` judged. Returns the state keys
+    to write."""
     score, reasons = complexity(query, context)
     why = ", ".join(reasons) or "short, no markers"
     if context.k is not None:
@@ -63,11 +65,15 @@ def plan_depth(query: str, context: RetrievalContext) -> dict[str, Any]:
         }
     depth = depth_for(score, context)
     candidates = max(depth, context.judged)
+    judged = f"{candidates} candidates judged"
+    if context.split_compound and split_compound(query):
+        candidates = max(candidates, context.judged_compound)
+        judged = f"{candidates} candidates judged (a compound question: its parts share them)"
     return {
         "complexity": score,
         "depth": depth,
         "candidates": candidates,
-        "notes": [f"depth {depth}: complexity {score} ({why}); {candidates} candidates judged"],
+        "notes": [f"depth {depth}: complexity {score} ({why}); {judged}"],
     }
 
 
