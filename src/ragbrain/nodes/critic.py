@@ -125,15 +125,20 @@ def make_critic_filter(critic: Critic | None, off_reason: str = "no critic confi
                 scores, answers, bests = judge_parts(critic, parts, hits, scores)
             status = f"on ({threshold_label(critic, threshold)})"
             keep = keep_mask(scores, threshold)
-            # Each part's best-judged chunk, when kept, has a place whatever its rank.
-            own = {i for i in bests if i >= 0 and keep[i]}
-            # Past the depth, only chunks the critic scored above its cut are handed over: its
-            # evidence raises the depth, a pass it gave without judging (at the cut) does not.
             depth = state["depth"]
             chosen = [i for i in range(len(hits)) if keep[i]]
-            chosen = [
-                i for n, i in enumerate(chosen) if n < depth or scores[i] > threshold or i in own
-            ]
+            if parts:
+                # Each part's best-judged chunk, when kept, has a place whatever its rank; the
+                # rest fill up to the depth in rank order (a compound question's parts share it).
+                own = {i for i in bests if i >= 0 and keep[i]}
+                room = max(depth - len(own), 0)
+                rest = [i for i in chosen if i not in own][:room]
+                chosen = sorted(own | set(rest))
+            else:
+                # Past the depth, only chunks the critic scored above its cut are handed over:
+                # its evidence raises the depth, a pass it gave without judging (at the cut)
+                # does not.
+                chosen = [i for n, i in enumerate(chosen) if n < depth or scores[i] > threshold]
             documents = [_document(hits[i], scores[i], state, status, answers[i]) for i in chosen]
             answerable, reason = abstention(hits, scores, len(documents), threshold)
             dropped = len(hits) - len(documents)
