@@ -164,6 +164,8 @@ def measure_memory(texts: list[str], tmp: Path) -> dict[str, Any]:
 
 
 def render(rows: dict[str, dict[str, Any]], memory: dict[str, Any], args: Any) -> str:
+    if not rows:
+        return "# e5-small vs MiniLM: resident memory\n" + _memory_lines(memory)
     lines = [
         f"# e5-small vs MiniLM as `ragbrain ingest` and a query meet them ({args.notes} notes "
         f"per set, {args.queries} queries, {args.rounds} rounds alternated)\n",
@@ -185,10 +187,12 @@ def render(rows: dict[str, dict[str, Any]], memory: dict[str, Any], args: Any) -
             f"| {name} | {r['chunks_per_s_e5_over_minilm']} | {r['notes_per_s_e5_over_minilm']} "
             f"| {r['query_p50_e5_over_minilm']} |"
         )
-    if not memory:
-        return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + (_memory_lines(memory) if memory else "")
+
+
+def _memory_lines(memory: dict[str, Any]) -> str:
     c = memory["fp16_vs_fp32_table"]
-    lines += [
+    lines = [
         "",
         f"Resident memory of a fresh process, MB ({c['texts']} raw passages of the sets, up "
         "to 512 tokens): RSS (anonymous / file-backed) after loading and 8 queries (a reader: "
