@@ -42,6 +42,7 @@ def load_embeddings(
     batch_size: int = 32,
     query_prompt: str = "",
     passage_prompt: str = "",
+    half_word_embeddings: bool = False,
 ) -> Embeddings:
     """The sentence-transformers model in ``model_folder`` on ``backend``, normalized vectors,
     CPU, offline. Both backends give the store the same ``model_name`` (the folder).
@@ -53,6 +54,8 @@ def load_embeddings(
         batch_size: Texts per forward pass.
         query_prompt: Text put before each query (e.g. ``"query: "`` for e5).
         passage_prompt: Text put before each passage (e.g. ``"passage: "`` for e5).
+        half_word_embeddings: torch: keep a BERT's word embeddings in fp16 in memory, as the
+            folder stores them (``ragbrain.e5.half``; the lookup returns fp32).
 
     Raises:
         InvalidInputError: ``backend`` is not one of ``BACKENDS``.
@@ -80,9 +83,22 @@ def load_embeddings(
         passages["prompt"] = passage_prompt
     if query_prompt:
         queries["prompt"] = query_prompt
-    return HuggingFaceEmbeddings(
-        model_name=str(model_folder),
-        model_kwargs={"device": "cpu", "local_files_only": True},
-        encode_kwargs=passages,
-        query_encode_kwargs=queries,
-    )
+    model_kwargs: dict[str, Any] = {"device": "cpu", "local_files_only": True}
+    if not half_word_embeddings:
+        return HuggingFaceEmbeddings(
+            model_name=str(model_folder),
+            model_kwargs=model_kwargs,
+            encode_kwargs=passages,
+            query_encode_kwargs=queries,
+        )
+    from ragbrain.e5.half import fp16_word_embeddings, widen
+
+    with fp16_word_embeddings() as load:
+        loaded = HuggingFaceEmbeddings(
+            model_name=str(model_folder),
+            model_kwargs={**model_kwargs, "model_kwargs": load},
+            encode_kwargs=passages,
+            query_encode_kwargs=queries,
+        )
+    widen(loaded._client[0].auto_model)  # type: ignore[arg-type]
+    return loaded

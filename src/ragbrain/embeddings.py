@@ -82,7 +82,11 @@ def e5_embeddings_from(folder: Path) -> Embeddings:
     """multilingual-e5-small from a converted folder (``e5_embeddings`` finds the cached one)."""
     set_offline()
     return load_embeddings(
-        folder, backend_setting(), query_prompt="query: ", passage_prompt="passage: "
+        folder,
+        backend_setting(),
+        query_prompt="query: ",
+        passage_prompt="passage: ",
+        half_word_embeddings=True,
     )
 
 

@@ -243,3 +243,19 @@ def test_the_name_recorded_in_stores(e5) -> None:  # type: ignore[no-untyped-def
     from ragbrain.embeddings import E5_SMALL, model_name_of
 
     assert model_name_of(e5) == E5_SMALL
+
+
+@pytest.mark.slow
+def test_the_word_embeddings_are_stored_and_kept_in_fp16(converted: Path, e5) -> None:  # type: ignore[no-untyped-def]
+    import torch
+    from safetensors import safe_open
+
+    from ragbrain.e5.half import HalfEmbedding
+
+    with safe_open(str(converted / "model.safetensors"), "pt") as weights:
+        assert weights.get_slice("embeddings.word_embeddings.weight").get_dtype() == "F16"
+        assert weights.get_slice("encoder.layer.0.output.dense.weight").get_dtype() == "F32"
+    manifest = json.loads((converted / convert.MANIFEST).read_text())
+    assert manifest["word_embeddings"] == "float16" and manifest["converter_version"] == 3
+    table = e5._client[0].auto_model.embeddings.word_embeddings
+    assert isinstance(table, HalfEmbedding) and table.weight.dtype == torch.float16

@@ -63,6 +63,14 @@ def ingest(
             "notes are mainly not English, else minilm]. An existing store keeps its model.",
         ),
     ] = None,
+    re_embed: Annotated[
+        bool,
+        typer.Option(
+            "--re-embed",
+            help="Rebuild an existing store folder with the --embedding model, from the notes "
+            "folder it was ingested from (built beside it, swapped in when complete).",
+        ),
+    ] = False,
 ) -> None:
     """Add, update and (with --prune, the default) remove notes in the store."""
     from ragbrain.ingest import ingest as run_ingest
@@ -77,6 +85,9 @@ def ingest(
         folder = check_location(store, server, create=True)
     except (RagbrainError, FileNotFoundError) as exc:
         raise fail(exc) from exc
+    if re_embed:
+        _re_embed(path, folder, server, embedding, type_, exclude or (), include or ())
+        return
     created = folder is not None and not folder.exists()
     try:
         opened = _open_for_writing(path, store, server, convert_space, embedding)
@@ -99,6 +110,56 @@ def ingest(
     for skipped in report.skipped:
         err.print(f"skipped {skipped.path}: {skipped.reason}", style="yellow", highlight=False)
     out.print(f"{report.summary()} -> {opened.location}", highlight=False)
+
+
+def _re_embed(
+    path: Path,
+    folder: Path | None,
+    server: str | None,
+    embedding: str | None,
+    type_: str | None,
+    exclude: list[str] | tuple[()],
+    include: list[str] | tuple[()],
+) -> None:
+    """``ingest --re-embed``: rebuild the store folder with the ``--embedding`` model."""
+    from ragbrain.embeddings import EMBEDDING_CHOICES, embeddings_for
+    from ragbrain.errors import InvalidInputError, StoreNotFoundError
+    from ragbrain.ingest.reembed import re_embed
+    from ragbrain.progress import progress_reporter
+    from ragbrain.store.resilience import StorePolicy
+
+    try:
+        if server:
+            raise InvalidInputError(
+                "--re-embed rebuilds a store folder (--store); a server's collection cannot be "
+                "swapped atomically: ingest the notes into a new collection on another server."
+            )
+        if not embedding:
+            raise InvalidInputError(
+                f"--re-embed needs the model to re-embed with: --embedding "
+                f"{'|'.join(EMBEDDING_CHOICES)}."
+            )
+        if folder is None or not folder.is_dir():
+            raise StoreNotFoundError(
+                f"No ragbrain store at {folder} to re-embed; drop --re-embed to create one."
+            )
+        embeddings = embeddings_for(embedding)
+        with progress_reporter(err, "re-embedding chunks") as progress:
+            report = re_embed(
+                path,
+                folder,
+                embeddings,
+                type_=type_,
+                progress=progress,
+                exclude=exclude,
+                include=include,
+                policy=StorePolicy.from_env(),
+            )
+    except (RagbrainError, FileNotFoundError) as exc:
+        raise fail(exc) from exc
+    for skipped in report.skipped:
+        err.print(f"skipped {skipped.path}: {skipped.reason}", style="yellow", highlight=False)
+    out.print(f"re-embedded with {embedding}: {report.summary()} -> {folder}", highlight=False)
 
 
 def _open_for_writing(

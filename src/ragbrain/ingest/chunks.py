@@ -14,6 +14,7 @@ from ragbrain.filters import MODIFIED_KEY
 from ragbrain.ingest.spans import line_spans
 
 if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
     from langchain_text_splitters import TextSplitter
 
     from ragbrain.ingest.files import NoteFile
@@ -67,14 +68,76 @@ def splitter(chunk_tokens: int = CHUNK_TOKENS, overlap: int = OVERLAP_TOKENS) ->
     """A Markdown-aware splitter that measures length in MiniLM tokens, not characters,
     so a Japanese or Thai chunk fits the embedding model's window as well as an English one."""
     set_offline()
+    return _markdown_splitter(token_counter(), chunk_tokens, overlap)
+
+
+def _markdown_splitter(
+    count: Callable[[str], int], chunk_tokens: int, overlap: int
+) -> TextSplitter:
     from langchain_text_splitters import Language, RecursiveCharacterTextSplitter
 
     return RecursiveCharacterTextSplitter(
-        length_function=token_counter(),
+        length_function=count,
         chunk_size=chunk_tokens,
         chunk_overlap=overlap,
         separators=RecursiveCharacterTextSplitter.get_separators_for_language(Language.MARKDOWN),
     )
+
+
+#: One splitter per tokenizer engine of a loaded model (kept alive with it: ids stay unique).
+_OWN_SPLITTERS: dict[int, tuple[object, TextSplitter]] = {}
+
+
+def splitter_for(embeddings: Embeddings | None) -> TextSplitter:
+    """The splitter of a store's chunks: ``CHUNK_TOKENS`` counted in its model's own tokens.
+
+    MiniLM's WordPiece is far from XLM-R's SentencePiece outside English (a Thai chunk of 200
+    MiniLM tokens measured a median 198 and up to 858 e5-small tokens, past the model's 512;
+    an Arabic one only 70), so an e5-small store counts with e5-small's tokenizer, taken from
+    the loaded model (no second copy: it holds ~280 MB). Every other model, and an e5-small
+    stand-in without a tokenizer (tests' fakes), counts MiniLM tokens as before.
+    """
+    from ragbrain.embeddings import E5_SMALL, model_name_of
+
+    if embeddings is None or model_name_of(embeddings) != E5_SMALL:
+        return splitter()
+    engine = tokenizer_engine(embeddings)
+    if engine is None:
+        return splitter()
+    kept = _OWN_SPLITTERS.get(id(engine))
+    if kept is None:
+        kept = (engine, _markdown_splitter(engine_counter(engine), CHUNK_TOKENS, OVERLAP_TOKENS))
+        _OWN_SPLITTERS[id(engine)] = kept
+    return kept[1]
+
+
+def tokenizer_engine(embeddings: Embeddings) -> Any:
+    """The ``tokenizers.Tokenizer`` a loaded model encodes with (sentence-transformers' or the
+    ONNX backend's), or None."""
+    from tokenizers import Tokenizer
+
+    client = getattr(embeddings, "_client", None)
+    candidates = [
+        getattr(getattr(client, "tokenizer", None), "backend_tokenizer", None),
+        getattr(embeddings, "tokenizer", None),
+    ]
+    return next((c for c in candidates if isinstance(c, Tokenizer)), None)
+
+
+def engine_counter(engine: Any) -> Callable[[str], int]:
+    """Token counts (no special tokens, no truncation) from a tokenizer that shares
+    ``engine``'s vocabulary and normalization but not its truncation and padding settings,
+    which the model's own calls change."""
+    from tokenizers import Tokenizer
+
+    counter = Tokenizer(engine.model)  # the same model object: no copy of the vocabulary
+    counter.normalizer = engine.normalizer
+    counter.pre_tokenizer = engine.pre_tokenizer
+
+    def count(text: str) -> int:
+        return len(counter.encode(text, add_special_tokens=False).ids)
+
+    return count
 
 
 def chunk_note(note: NoteFile, text_splitter: TextSplitter | None = None) -> list[Chunk]:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ragbrain.filters import MODIFIED_KEY
-from ragbrain.ingest.chunks import Chunk, chunk_note
+from ragbrain.ingest.chunks import Chunk, chunk_note, splitter_for
 from ragbrain.ingest.files import MAX_BYTES, Skipped, scan_notes
 from ragbrain.ingest.ignore import IgnoreRules
 
@@ -123,8 +123,9 @@ def ingest(
         wanted: dict[str, set[str]] = {}
         to_write: list[Chunk] = []
         to_retime: list[Chunk] = []
+        text_splitter = splitter_for(store.embeddings)  # the budget in the model's own tokens
         for note in notes:
-            chunks = chunk_note(note)
+            chunks = chunk_note(note, text_splitter)
             ids = {c.id for c in chunks}
             wanted[note.source] = ids
             have = existing.get(note.source, set())
@@ -190,3 +191,7 @@ def write_chunks(store: Store, chunks: list[Chunk], progress: Progress | None = 
         )
         if progress:
             progress(min(start + EMBED_BATCH, total), total)
+    if total:
+        from ragbrain.heap import give_back_freed_memory
+
+        give_back_freed_memory()  # the batches' activations, kept by the C heap

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ragbrain.ingest.chunks import Chunk, chunk_note
+from ragbrain.ingest.chunks import Chunk, chunk_note, splitter_for
 from ragbrain.ingest.files import MAX_BYTES, NoteFile, Skipped, list_candidates, read_note
 from ragbrain.ingest.run import retime, stale_times, write_chunks
 
@@ -144,7 +144,7 @@ def apply_changes(
                     stale += sorted(have)
                     update.changes.append(Change(source, deleted=len(have), gone=True))
                 continue
-            chunks = chunk_note(read)
+            chunks = chunk_note(read, splitter_for(store.embeddings))
             wanted = {c.id for c in chunks}
             new = [c for c in chunks if c.id not in have]
             old = sorted(have - wanted)

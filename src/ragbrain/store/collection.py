@@ -139,7 +139,13 @@ def check_dimension(collection: Collection, folder: str, model: str, dimension: 
         raise StoreMismatchError(
             f"The store in {folder} holds {stored}-dimensional vectors "
             f"(model {meta.get(MODEL_KEY, 'unknown')!r}) but {model!r} makes {dimension}-"
-            "dimensional ones. Use the model the store was built with, or ingest into a new store."
+            "dimensional ones. Use the model the store was built with, or ingest into a new store"
+            + (
+                f", or re-embed this one: `ragbrain ingest NOTES_DIR --store {folder} "
+                f"--embedding {_choice_of(model)} --re-embed`."
+                if _known_model(model) and _known_model(meta.get(MODEL_KEY))
+                else "."
+            )
         )
     recorded = meta.get(MODEL_KEY)
     if recorded not in (None, model) and _known_model(recorded) and _known_model(model):
@@ -148,8 +154,9 @@ def check_dimension(collection: Collection, folder: str, model: str, dimension: 
             f"The store in {folder} was built with {recorded!r}; its distances mean nothing "
             f"to {model!r} (the same dimension does not make them comparable). Open it "
             f"without choosing a model (readers use the store's), keep ingesting with "
-            f"`--embedding {choice}`, or re-embed the notes into a new store: "
-            f"`ragbrain ingest NOTES_DIR --embedding {_choice_of(model)} --store NEW_STORE`."
+            f"`--embedding {choice}`, or re-embed the store with the other model: "
+            f"`ragbrain ingest NOTES_DIR --store {folder} --embedding {_choice_of(model)} "
+            "--re-embed` (NOTES_DIR: the folder it was ingested from)."
         )
     if recorded not in (None, model):
         log.warning(
