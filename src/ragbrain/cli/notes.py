@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -19,11 +19,9 @@ from ragbrain.cli.common import (
     fail,
     out,
 )
+from ragbrain.cli.opening import _open_for_writing
+from ragbrain.cli.reembed import _re_embed
 from ragbrain.errors import RagbrainError
-
-if TYPE_CHECKING:
-    from ragbrain.store import Store
-    from ragbrain.store.resilience import StorePolicy
 
 ExcludeOption = Annotated[
     list[str] | None,
@@ -110,107 +108,6 @@ def ingest(
     for skipped in report.skipped:
         err.print(f"skipped {skipped.path}: {skipped.reason}", style="yellow", highlight=False)
     out.print(f"{report.summary()} -> {opened.location}", highlight=False)
-
-
-def _re_embed(
-    path: Path,
-    folder: Path | None,
-    server: str | None,
-    embedding: str | None,
-    type_: str | None,
-    exclude: list[str] | tuple[()],
-    include: list[str] | tuple[()],
-) -> None:
-    """``ingest --re-embed``: rebuild the store folder with the ``--embedding`` model."""
-    from ragbrain.embeddings import EMBEDDING_CHOICES, embeddings_for
-    from ragbrain.errors import InvalidInputError, StoreNotFoundError
-    from ragbrain.ingest.reembed import re_embed
-    from ragbrain.progress import progress_reporter
-    from ragbrain.store.resilience import StorePolicy
-
-    try:
-        if server:
-            raise InvalidInputError(
-                "--re-embed rebuilds a store folder (--store); a server's collection cannot be "
-                "swapped atomically: ingest the notes into a new collection on another server."
-            )
-        if not embedding:
-            raise InvalidInputError(
-                f"--re-embed needs the model to re-embed with: --embedding "
-                f"{'|'.join(EMBEDDING_CHOICES)}."
-            )
-        if folder is None or not folder.is_dir():
-            raise StoreNotFoundError(
-                f"No ragbrain store at {folder} to re-embed; drop --re-embed to create one."
-            )
-        embeddings = embeddings_for(embedding)
-        with progress_reporter(err, "re-embedding chunks") as progress:
-            report = re_embed(
-                path,
-                folder,
-                embeddings,
-                type_=type_,
-                progress=progress,
-                exclude=exclude,
-                include=include,
-                policy=StorePolicy.from_env(),
-            )
-    except (RagbrainError, FileNotFoundError) as exc:
-        raise fail(exc) from exc
-    for skipped in report.skipped:
-        err.print(f"skipped {skipped.path}: {skipped.reason}", style="yellow", highlight=False)
-    out.print(f"re-embedded with {embedding}: {report.summary()} -> {folder}", highlight=False)
-
-
-def _open_for_writing(
-    notes: Path | None,
-    store: Path | None,
-    server: str | None,
-    convert_space: bool,
-    embedding: str | None = None,
-) -> Store:
-    """The store ``ingest`` and ``watch`` write to: created when missing, with ``embedding``,
-    else the model the ``notes``' languages call for (an existing store keeps its own)."""
-    from ragbrain.embeddings import embeddings_for
-    from ragbrain.store import Store
-    from ragbrain.store.resilience import StorePolicy
-
-    policy = StorePolicy.from_env()
-    if not embedding and notes is not None:
-        embedding = _new_store_model(notes, store, server, policy)
-    return Store.open(
-        store,
-        embeddings_for(embedding) if embedding else None,
-        create=True,
-        convert_space=convert_space,
-        server=server,
-        policy=policy,
-    )
-
-
-def _new_store_model(
-    path: Path, store: Path | None, server: str | None, policy: StorePolicy
-) -> str | None:
-    """None for an existing store (it keeps its model); for a new one, the model its notes'
-    languages call for, said on stderr."""
-    from ragbrain.errors import StoreNotFoundError
-    from ragbrain.ingest.model_choice import model_for_notes
-    from ragbrain.store import COLLECTION, connect
-    from ragbrain.store.resilience import call
-
-    try:
-        client, where, _ = connect(store, server, policy, create=False)
-        call(
-            policy,
-            f"Opening the collection at {where}",
-            lambda: client.get_collection(COLLECTION, embedding_function=None),
-        )
-        return None
-    except StoreNotFoundError:
-        pass
-    model, why = model_for_notes(path)
-    err.print(f"new store: {why}", highlight=False)
-    return model
 
 
 @app.command()

@@ -6,6 +6,10 @@ for 100k chunks); and its source, tags and time, so that a path, tag or date fil
 over its positions (``ragbrain.facets``). Everything is one ``.npz`` file of plain arrays, read
 with ``allow_pickle=False``; the ids, types, sources, tags and vocabulary ride in it as UTF-8
 JSON bytes.
+
+(384 lines, over the package's ~300: ``LexicalIndex`` is one set of parallel per-chunk arrays,
+and its lookups, filter masks, updates, search and file format all read the same arrays; the
+BM25 arithmetic is in ``bm25``, the tokenizer in ``tokens``.)
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from ragbrain.atomic import write_bytes
 from ragbrain.errors import RagbrainError
 from ragbrain.facets import Facets, time_of
 from ragbrain.filters import MODIFIED_KEY, Filters
+from ragbrain.lexical.bm25 import IntArray, bm25s_scorer, score_matrix
 from ragbrain.lexical.tokens import TOKENIZER_VERSION, tokenize
 from ragbrain.typematch import fold
 
@@ -37,10 +42,7 @@ from ragbrain.typematch import fold
 FORMAT = "ragbrain-lexical/2"
 #: Masks of the last few (types, filters) asked, reused while the index is the same.
 MASKS_KEPT = 16
-K1 = 1.2  # Lucene's defaults, as BEIR's BM25 baseline (Elasticsearch) uses
-B = 0.75
 
-IntArray = npt.NDArray[np.int32]
 #: Per chunk: its source, its tags as stored (comma-joined) and its time (NaN: none).
 Columns = tuple[list[str], list[str], list[float]]
 
@@ -75,50 +77,14 @@ class LexicalHit:
     score: float
 
 
-def _score_matrix(
-    flat: IntArray, indptr: npt.NDArray[np.int64], n_terms: int
-) -> tuple[npt.NDArray[np.float32], IntArray, npt.NDArray[np.int64]]:
-    """Lucene BM25 scores of every (term, chunk) pair, term-major (CSC, as bm25s stores them).
-
-    Returns:
-        ``data`` (scores), ``docs`` (chunk positions) and ``term_ptr``: term ``t``'s chunks are
-        ``docs[term_ptr[t]:term_ptr[t+1]]``.
-    """
-    n_docs = len(indptr) - 1
-    lengths = np.diff(indptr)
-    if n_docs == 0 or len(flat) == 0:
-        return np.zeros(0, np.float32), np.zeros(0, np.int32), np.zeros(n_terms + 1, np.int64)
-    doc_of = np.repeat(np.arange(n_docs, dtype=np.int64), lengths)
-    pairs, tf = np.unique(flat.astype(np.int64) * n_docs + doc_of, return_counts=True)
-    terms, docs = pairs // n_docs, pairs % n_docs  # sorted by term, then chunk: CSC order
-    df = np.bincount(terms, minlength=n_terms)
-    idf = np.log1p((n_docs - df + 0.5) / (df + 0.5))
-    norm = K1 * (1 - B + B * lengths / max(float(lengths.mean()), 1e-9))
-    data = idf[terms] * tf / (tf + norm[docs])
-    term_ptr = np.concatenate([[0], np.cumsum(df)]).astype(np.int64)
-    return data.astype(np.float32), docs.astype(np.int32), term_ptr
-
-
-def _bm25s_scorer(
-    data: npt.NDArray[np.float32], docs: IntArray, term_ptr: npt.NDArray[np.int64], n_docs: int
-) -> Any:
-    """A ``bm25s.BM25`` that scores queries over an already built matrix."""
-    import bm25s
-
-    scorer = bm25s.BM25(k1=K1, b=B, method="lucene")
-    scorer.scores = {"data": data, "indices": docs, "indptr": term_ptr, "num_docs": n_docs}
-    scorer.nonoccurrence_array = None  # only BM25L and BM25+ use one; bm25s.index() sets it
-    return scorer
-
-
 class LexicalIndex:
     """BM25 over chunks, with the note type of each for filtered search.
 
     Queries are scored by bm25s (``method="lucene"``) over its term-major CSC matrix of
     precomputed per-(term, chunk) scores, so a query sums a few columns. The matrix is built
-    here with vectorized NumPy, since bm25s's own builder loops in Python (47 s against 7 s
-    for 100k chunks, measured); a test checks it against ``bm25s.BM25.index`` on the same
-    tokens.
+    by ``bm25.score_matrix`` with vectorized NumPy, since bm25s's own builder loops in Python
+    (47 s against 7 s for 100k chunks, measured); a test checks it against
+    ``bm25s.BM25.index`` on the same tokens.
     """
 
     def __init__(
@@ -155,8 +121,8 @@ class LexicalIndex:
         )
         counts = np.bincount(self._doc_types, minlength=len(self._type_codes))
         self._type_counts = {t: int(counts[code]) for t, code in self._type_codes.items()}
-        data, docs, term_ptr = _score_matrix(flat, indptr, len(vocab))
-        self._bm25 = _bm25s_scorer(data, docs, term_ptr, len(ids))
+        data, docs, term_ptr = score_matrix(flat, indptr, len(vocab))
+        self._bm25 = bm25s_scorer(data, docs, term_ptr, len(ids))
 
     @classmethod
     def build(
