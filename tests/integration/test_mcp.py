@@ -6,6 +6,7 @@ import json
 import os
 import re
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -342,10 +343,22 @@ def test_bad_get_arguments_are_tool_errors(
 
 
 @pytest.mark.slow
+def _teed_lines(path: Path, wait: float = 10.0) -> list[str]:
+    """The lines ``tee`` copied into ``path``. tee writes each chunk it reads to the client
+    first and the file second, so a reply longer than one chunk (8 KiB) can reach the client
+    before its end reaches the file: read until the file ends a line, or ``wait`` runs out."""
+    deadline = time.monotonic() + wait
+    text = path.read_text(encoding="utf-8")
+    while not text.endswith("\n") and time.monotonic() < deadline:
+        time.sleep(0.05)
+        text = path.read_text(encoding="utf-8")
+    return text.splitlines()
+
+
 def test_stdout_carries_only_protocol_messages_and_models_load_once(real: Spawned) -> None:
     real.client.call("search", {"query": "postgres migration"})
 
-    lines = real.stdout.read_text(encoding="utf-8").splitlines()
+    lines = _teed_lines(real.stdout)
     assert lines
     assert all(json.loads(line)["jsonrpc"] == "2.0" for line in lines)
     log = real.stderr.read_text(encoding="utf-8")
