@@ -5,14 +5,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ragbrain.errors import StoreNotFoundError
-from ragbrain.store import COLLECTION, connect
-from ragbrain.store.keys import PAGE
-from ragbrain.store.resilience import StorePolicy, call
+from ragbrain.store.listing import stored_metadata
+from ragbrain.store.resilience import StorePolicy
 from ragbrain.typematch import fold
 
 
@@ -61,26 +58,10 @@ def list_types(
         StoreNotFoundError: No store there.
         StoreUnavailableError: The server could not be reached within the deadline.
     """
-    policy = policy or StorePolicy()
-    client, where, _ = connect(path, server, policy, create=False)
-    try:
-        collection = call(
-            policy,
-            f"Opening the collection at {where}",
-            lambda: client.get_collection(COLLECTION, embedding_function=None),
-        )
-    except StoreNotFoundError:
-        raise StoreNotFoundError(
-            f"{where} holds no ragbrain collection. Create one with `ragbrain ingest NOTES_DIR`."
-        ) from None
-    metadatas: list[Mapping[str, Any]] = []
-    for offset in range(0, 1 << 62, PAGE):
-        page = call(
-            policy,
-            "Listing chunks",
-            partial(collection.get, limit=PAGE, offset=offset, include=["metadatas"]),
-        )
-        metadatas += [meta or {} for meta in page["metadatas"] or []]
-        if len(page["ids"]) < PAGE:
-            break
+    metadatas = stored_metadata(
+        path,
+        server,
+        policy or StorePolicy(),
+        missing="Create one with `ragbrain ingest NOTES_DIR`.",
+    )
     return count_types(metadatas)

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ragbrain.errors import InvalidInputError, StoreNotFoundError
+from ragbrain.errors import InvalidInputError
 from ragbrain.ingest.files import MAX_BYTES
 from ragbrain.ingest.run import IngestReport, Progress, ingest
 
@@ -131,36 +131,11 @@ def re_embed(
 
 def stored_roots(folder: Path, policy: StorePolicy) -> set[str]:
     """The notes folders (chunk ``root``) a store folder holds, read without loading a model."""
-    from ragbrain.store import COLLECTION, connect
-    from ragbrain.store.keys import PAGE
-    from ragbrain.store.resilience import call
+    from ragbrain.store.listing import stored_metadata
 
-    client, where, _ = connect(folder, None, policy, create=False)
-    try:
-        collection = call(
-            policy,
-            f"Opening the collection at {where}",
-            lambda: client.get_collection(COLLECTION, embedding_function=None),
-        )
-    except StoreNotFoundError:
-        raise StoreNotFoundError(
-            f"{where} holds no ragbrain collection to re-embed; drop --re-embed to create one."
-        ) from None
-    roots: set[str] = set()
-    offset = 0
-    while True:
-        page = call(
-            policy,
-            f"Listing chunks ({where})",
-            lambda offset=offset: collection.get(  # type: ignore[misc]
-                include=["metadatas"], limit=PAGE, offset=offset
-            ),
-        )
-        if not page["ids"]:
-            break
-        roots |= {str((m or {}).get("root", "")) for m in page["metadatas"] or []}
-        offset += len(page["ids"])
-    return roots
+    missing = "Drop --re-embed to create one."
+    metadatas = stored_metadata(folder, None, policy, missing=missing)
+    return {str(m.get("root", "")) for m in metadatas}
 
 
 def swap(new: Path, old: Path) -> None:
