@@ -18,7 +18,7 @@ from mcp import StdioServerParameters
 from ragbrain import CorrectiveRetriever, InvalidInputError, StoreNotFoundError
 from ragbrain.ingest import ingest
 from ragbrain.mcp_server import RagbrainService
-from ragbrain.mcp_server.schemas import MAX_TEXT_CHARS, clean_text, finite_or_none
+from ragbrain.mcp_server.results import MAX_TEXT_CHARS, clean_text, finite_or_none
 from ragbrain.store import Store
 from tests.support.fakes import NOTES, BagOfWordsEmbeddings
 from tests.support.mcp_client import McpClient, connect

@@ -11,50 +11,22 @@ from ragbrain.errors import InvalidInputError
 from ragbrain.filters import MAX_ITEM_CHARS, MAX_ITEMS, Filters
 from ragbrain.inbox import MAX_NOTE_CHARS, MAX_TAGS, MAX_TITLE_CHARS
 from ragbrain.inputs import check_types
-from ragbrain.mcp_server.results import (
-    MAX_LABEL_CHARS,
-    MAX_TEXT_CHARS,
-    Chunk,
-    GetResult,
-    IngestResult,
-    LineRange,
-    RememberResult,
-    SearchResult,
-    SkippedFile,
-    StatsResult,
-    UnknownType,
-    clean_text,
-    finite_or_none,
-)
 from ragbrain.reader import MAX_NEIGHBOURS, MAX_SOURCE_CHARS
 
 MAX_K = 50
 MAX_QUERY_CHARS = 2000
 MAX_LINE = 10_000_000
 
-# The argument models, and (re-exported from ``results``) the result models and their helpers.
+# The argument models (the result models and their helpers are in ``results``).
 __all__ = [
     "MAX_K",
-    "MAX_LABEL_CHARS",
     "MAX_LINE",
     "MAX_QUERY_CHARS",
-    "MAX_TEXT_CHARS",
-    "Chunk",
     "GetArgs",
-    "GetResult",
     "IngestArgs",
-    "IngestResult",
-    "LineRange",
     "RememberArgs",
-    "RememberResult",
     "SearchArgs",
-    "SearchResult",
-    "SkippedFile",
     "StatsArgs",
-    "StatsResult",
-    "UnknownType",
-    "clean_text",
-    "finite_or_none",
 ]
 
 

@@ -17,18 +17,20 @@ from pydantic import BaseModel
 
 from ragbrain import __version__
 from ragbrain.errors import RagbrainError
+from ragbrain.mcp_server.results import (
+    GetResult,
+    IngestResult,
+    RememberResult,
+    SearchResult,
+    StatsResult,
+)
 from ragbrain.mcp_server.schemas import (
     MAX_K,
     GetArgs,
-    GetResult,
     IngestArgs,
-    IngestResult,
     RememberArgs,
-    RememberResult,
     SearchArgs,
-    SearchResult,
     StatsArgs,
-    StatsResult,
 )
 from ragbrain.mcp_server.service import RagbrainService
 

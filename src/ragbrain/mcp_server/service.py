@@ -25,9 +25,8 @@ from ragbrain.filters import MODIFIED_KEY, time_label
 from ragbrain.gates import run_gate
 from ragbrain.graph import build_graph
 from ragbrain.inbox import Inbox
-from ragbrain.mcp_server.schemas import (
+from ragbrain.mcp_server.results import (
     MAX_LABEL_CHARS,
-    MAX_LINE,
     Chunk,
     GetResult,
     IngestResult,
@@ -40,6 +39,7 @@ from ragbrain.mcp_server.schemas import (
     clean_text,
     finite_or_none,
 )
+from ragbrain.mcp_server.schemas import MAX_LINE
 from ragbrain.nodes.critic import bind_critic
 from ragbrain.paths import default_store_path
 from ragbrain.render import cite
