@@ -3,7 +3,9 @@
 Compound questions are built from one split of a BEIR set (``--split``: test for reporting,
 train or dev for choosing): two queries with relevant documents and no relevant document in
 common, joined by one of four markers in turn ("What is the difference between A and B?",
-"A vs B", "Compare A with B", "A versus B"; seeded). Both halves' relevant documents are
+"A vs B", "Compare A with B", "A versus B"; seeded), in the language of the set's queries
+(``TEMPLATES_BY_LANGUAGE``: JaQuAD's with と...の違い/比較, iApp's with เปรียบเทียบ/กับ,
+CMRC 2018's and DRCD's with 和...的区别/比较). Both halves' relevant documents are
 relevant. Measured, per question, on the chunks the full pipeline hands over (adaptive depth,
 hybrid search, gate, fallback, the shipped critic): does it include a relevant document of
 *both* halves ("both"), of at least one ("either"). The same graph runs with
@@ -21,7 +23,7 @@ Nothing is tuned here: the splitter's rules and the critic's part judging were f
 the test split ran.
 
     python -m benchmarks.compound_eval [--sets scifact nfcorpus] [--pairs 120] [--single scifact]
-        [--split test] [--name compound]
+        [--split test] [--name compound] [--embedding {minilm,e5-small}]
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 from benchmarks.common import save, say
 from ragbrain.compound import split_compound
 from ragbrain.context import RetrievalContext
-from ragbrain.embeddings import default_embeddings
+from ragbrain.embeddings import EMBEDDING_CHOICES, embeddings_for, model_name_of
 from ragbrain.evaluation.beir import Split, corpus_store, load_split
 from ragbrain.evaluation.evaluate import eval_critic
 from ragbrain.evaluation.metrics import ndcg_at_k
@@ -51,21 +53,49 @@ if TYPE_CHECKING:
     from ragbrain.critic.base import Critic
 
 DATA = Path("/work/shared/data")
-TEMPLATES = (
-    "What is the difference between {a} and {b}?",
-    "{a} vs {b}",
-    "Compare {a} with {b}",
-    "{a} versus {b}",
-)
+#: The markers questions are joined by, in the language of the set's queries (each a frame
+#: ``ragbrain.compound`` splits), four per language, taken in turn.
+TEMPLATES_BY_LANGUAGE: dict[str, tuple[str, ...]] = {
+    "en": (
+        "What is the difference between {a} and {b}?",
+        "{a} vs {b}",
+        "Compare {a} with {b}",
+        "{a} versus {b}",
+    ),
+    "ja": ("{a}と{b}の違いは？", "{a}と{b}はどう違う？", "{a}と{b}を比較して", "{a}と{b}の比較"),
+    "th": (
+        "เปรียบเทียบ {a} กับ {b}",
+        "ความแตกต่างระหว่าง {a} กับ {b}",
+        "{a} กับ {b} ต่างกันอย่างไร",
+        "เปรียบเทียบ {a} และ {b}",
+    ),
+    "zh": ("{a}和{b}的区别", "{a}与{b}有什么不同？", "比较{a}和{b}", "{a}跟{b}的差异"),
+}
+#: The language of each shared set's queries; any other set is taken as English.
+LANGUAGES = {
+    "jaquad_ret": "ja",
+    "iapp_th_ret": "th",
+    "cmrc2018_ret": "zh",
+    "drcd_ret": "zh",
+}
+TEMPLATES = TEMPLATES_BY_LANGUAGE["en"]
 SEED = 23
 
 
+def templates_for(name: str) -> tuple[str, ...]:
+    """The markers of the set ``name``'s query language."""
+    return TEMPLATES_BY_LANGUAGE[LANGUAGES.get(name, "en")]
+
+
 def _half(text: str) -> str:
-    return text.strip().rstrip("?.!").strip()
+    return text.strip().rstrip("?.!？。！").strip()
 
 
-def compound_questions(split: Split, pairs: int, seed: int = SEED) -> list[dict[str, Any]]:
-    """``pairs`` questions of two test queries each (disjoint relevant documents)."""
+def compound_questions(
+    split: Split, pairs: int, seed: int = SEED, templates: Sequence[str] = TEMPLATES
+) -> list[dict[str, Any]]:
+    """``pairs`` questions of two test queries each (disjoint relevant documents), joined by
+    ``templates`` in turn."""
     relevant = {q: {d for d, s in docs.items() if s > 0} for q, docs in split.qrels.items()}
     ids = sorted(q for q, docs in relevant.items() if docs)
     random.Random(seed).shuffle(ids)
@@ -82,7 +112,7 @@ def compound_questions(split: Split, pairs: int, seed: int = SEED) -> list[dict[
         if b is None:
             continue
         used |= {a, b}
-        template = TEMPLATES[len(built) % len(TEMPLATES)]
+        template = templates[len(built) % len(templates)]
         text = template.format(a=_half(split.queries[a]), b=_half(split.queries[b]))
         built.append(
             {
@@ -173,17 +203,25 @@ RUNS = {
 
 
 def measure_set(
-    name: str, split_name: str, pairs: int, single: bool, seed: int = SEED
+    name: str,
+    split_name: str,
+    pairs: int,
+    single: bool,
+    seed: int = SEED,
+    embedding: str | None = None,
 ) -> dict[str, Any]:
-    """Both-halves coverage on the built questions, and (``single``) nDCG@10 on the set."""
+    """Both-halves coverage on the built questions, and (``single``) nDCG@10 on the set, on a
+    store of the ``embedding`` model (``ragbrain.embeddings.embeddings_for``; None: the
+    default)."""
     split = load_split(DATA / name, split_name, drop_unknown_docs=True)
     say(f"{name}/{split_name}: opening the store (built once, cached)")
-    store = corpus_store(split, default_embeddings(), progress=None)
+    store = corpus_store(split, embeddings_for(embedding), progress=None)
     shipped = eval_critic(None)
     critic = Recording(bind_critic(shipped, store)) if shipped is not None else None
     graph = build_graph(store, critic, lexical=LexicalSearcher(store))
     contexts = {side: RUNS[side] for side in ("split", "no split")}
-    questions = compound_questions(split, pairs, seed)
+    templates = templates_for(name)
+    questions = compound_questions(split, pairs, seed, templates)
     rows: dict[str, list[dict[str, Any]]] = {side: [] for side in SIDES}
     for index, question in enumerate(questions):
         order = list(RUNS) if index % 2 == 0 else list(reversed(RUNS))
@@ -197,7 +235,11 @@ def measure_set(
             say(f"{name}: {index + 1}/{len(questions)} compound questions")
     # Each half asked alone (the full pipeline): the most a compound question can get.
     alone: dict[str, list[str]] = {}
-    result: dict[str, Any] = {"questions": len(questions), "split": split_name}
+    result: dict[str, Any] = {
+        "questions": len(questions),
+        "split": split_name,
+        "model": model_name_of(store.embeddings),
+    }
     if single:
         ndcg: dict[str, list[float]] = {side: [] for side in contexts}
         split_single = 0
@@ -251,7 +293,7 @@ def measure_set(
                     )
                     for side in SIDES
                 }
-                for template in TEMPLATES
+                for template in templates
             },
             "examples": [q["text"] for q in questions[:4]],
         }
@@ -299,7 +341,8 @@ def markdown(payload: dict[str, Any]) -> str:
         cells = " | ".join(f"{by[side]['both']:.3f}" for side in SIDES)
         counts = " / ".join(f"{by[side]['handed_over']:.1f}" for side in SIDES)
         lines.append(
-            f"| {name} | {result['split']} | {result['questions']} | {result['split_as_built']} "
+            f"| {name} ({result.get('model', 'all-MiniLM-L6-v2')}) | {result['split']} "
+            f"| {result['questions']} | {result['split_as_built']} "
             f"| {cells} | {result['each_half_alone']:.3f} | {result['both_where_each_alone']:.3f} "
             f"| {on['either']:.3f} / {off['either']:.3f} | {counts} "
             f"| {on['p50_ms']:.0f} / {off['p50_ms']:.0f} |"
@@ -349,15 +392,28 @@ def main() -> None:
         default="test",
         help="The split the questions come from: train or dev for choosing, test for reporting.",
     )
+    parser.add_argument(
+        "--embedding",
+        choices=sorted(EMBEDDING_CHOICES),
+        help="The stores' embedding model (default: the default for a new store).",
+    )
     options = parser.parse_args()
     sets = {
-        name: measure_set(name, options.split, options.pairs, name in options.single, options.seed)
+        name: measure_set(
+            name,
+            options.split,
+            options.pairs,
+            name in options.single,
+            options.seed,
+            options.embedding,
+        )
         for name in options.sets
     }
     payload = {
         "pairs_per_set": options.pairs,
         "seed": options.seed,
         "split": options.split,
+        "embedding": options.embedding,
         "sets": sets,
     }
     save(options.name, payload, markdown(payload))
