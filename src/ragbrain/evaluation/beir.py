@@ -180,18 +180,22 @@ def corpus_store(
     *,
     progress: Callable[[int, int], None] | None = None,
     batch: int = 128,
+    variant: str = "",
 ) -> Store:
     """A store holding ``data``'s corpus, one chunk per document (id = corpus id).
 
-    Cached under ``cache_root()`` by corpus content and embedding model; an interrupted build
-    resumes where it stopped, and a finished one is reused as is.
+    Cached under ``cache_root()`` by corpus content and embedding model (and ``variant``, a
+    name that keeps apart stores of the same model built another way, e.g. ``"onnx"`` for
+    vectors from the ONNX backend); an interrupted build resumes where it stopped, and a
+    finished one is reused as is.
     """
     from ragbrain.embeddings import model_name_of
     from ragbrain.store import Store
 
     model = model_name_of(embeddings)
+    key = f"{model}|{variant}" if variant else model
     folder = (
-        cache_root() / "beir" / f"{data.name}-{_fingerprint(data.folder / 'corpus.jsonl', model)}"
+        cache_root() / "beir" / f"{data.name}-{_fingerprint(data.folder / 'corpus.jsonl', key)}"
     )
     store = Store.open(folder, embeddings, create=True)
     done_marker = folder / "complete.json"
