@@ -113,24 +113,19 @@ def absolute_ranking(record: Record, alpha: float, power: float = 1.0) -> list[s
     """Convex fusion that keeps BM25's strength: ``alpha`` x dense similarity min-max scaled
     over its list + (1 - alpha) x BM25 score over the query's IDF sum (the most it can
     score), raised to ``power``, so a BM25 list that matches little of the query counts
-    little."""
-    from ragbrain.lexical.fusion import CANDIDATES
+    little. ``power`` 1 is ``ragbrain.lexical.fusion.fuse_scores``, what ``hybrid_search``
+    runs."""
+    from ragbrain.lexical.fusion import CANDIDATES, fuse_scores
 
     key = (id(record), f"absolute^{power}", alpha)
     if key in _CACHE:
         return list(_CACHE[key])
     alpha = alpha if record.trust else 0.0
-    mass = sum(record.query_idf) or 1.0
-    total: dict[str, float] = {}
-    dense = record.dense[:CANDIDATES]
-    if dense:
-        low, high = dense[0][1], dense[-1][1]
-        for doc, distance in dense:
-            scaled = (high - distance) / (high - low) if high > low else 1.0
-            total[doc] = alpha * scaled
-    for doc, score in zip(record.bm25[:CANDIDATES], record.bm25_scores, strict=False):
-        total[doc] = total.get(doc, 0.0) + (1 - alpha) * min(1.0, score / mass) ** power
-    _CACHE[key] = sorted(total, key=lambda doc: -total[doc])
+    mass = sum(record.query_idf)
+    lexical = list(zip(record.bm25, record.bm25_scores, strict=True))[:CANDIDATES]
+    if power != 1.0 and mass > 0:  # the same fusion over scores whose share is raised
+        lexical = [(d, mass * min(1.0, s / mass) ** power) for d, s in lexical]
+    _CACHE[key] = fuse_scores(record.dense[:CANDIDATES], lexical, mass, alpha)
     return list(_CACHE[key])
 
 

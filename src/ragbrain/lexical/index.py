@@ -277,6 +277,13 @@ class LexicalIndex:
         df = self._document_frequency[np.asarray(terms, dtype=np.int64)]
         return [float(v) for v in idf(len(self.ids), df)]
 
+    def query_mass(self, query: str) -> float:
+        """The most ``query`` can score: the IDF sum of its distinct terms the index knows
+        (a Lucene term scores below its IDF; a repeated term, counted again by ``search``,
+        can lift a score past it)."""
+        terms = list(dict.fromkeys(self.query_terms(query)))
+        return sum(self.idf(terms)) if terms else 0.0
+
     def terms_of(self, id_: str) -> set[int]:
         """The term ids an indexed chunk holds (empty for an id the index does not have)."""
         position = self._position.get(id_)
