@@ -65,7 +65,7 @@ def minmax(alpha: float, depth: int = 100) -> Fuser:
 
 VARIANTS: dict[str, Fuser] = {
     "rrf depth 10": rrf(10),
-    "rrf depth 30 (default)": rrf(30),
+    "rrf depth 30 (the fusion before the score fusion)": rrf(30),
     "rrf depth 100": rrf(100),
     "rrf depth 30, k=10": rrf(30, 10),
     "weighted 0.3": minmax(0.3),

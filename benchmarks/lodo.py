@@ -4,7 +4,8 @@ For each data set of ``--data-root`` in turn (``ragbrain.evaluation.lodo.folds``
 and DRCD held apart together), everything that learns here is fit on the other domains'
 train/dev queries only, and the held-apart set's test queries are judged:
 
-- the BM25 weight of the fusion (grid, best mean nDCG@10 of the hybrid top 10 on the fit sets);
+- the dense share of the score fusion (grid, best mean nDCG@10 of the hybrid top 10 on the fit
+  sets);
 - the critic's threshold for the shipped layer (the shipped rule: every fit set keeps >= 92%
   of its relevant candidates), and a refit of the critic's last layer with the
   ``benchmarks.critic_layers`` machinery (logistic, balanced rows, same rule);
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchmarks.common import save, say
 from benchmarks.lodo_data import Record, SetData, ensure_rows, load_role, rows_of, subcorpus
+from ragbrain.lexical.fusion import DENSE_SHARE
 
 if TYPE_CHECKING:
     import torch
@@ -56,7 +58,7 @@ ORDER = (
 #: Sets whose queries the shipped critic's encoder was trained on (its `training` record).
 ENCODER_SAW = {"scifact": "train", "nfcorpus": "dev"}
 JUDGE_K = 10
-BM25_WEIGHTS = (0.0, 0.5, 1.0)
+DENSE_SHARES = (0.2, 0.3, 0.4)
 MAX_FALSE_REFUSAL = 0.05
 #: A sub-corpus holds every document judged for this many seeded test and fit queries (the
 #: benchmark's queries are drawn from those), plus random others up to ``--subcorpus-docs``.
@@ -66,15 +68,17 @@ GRAPH_REFIT = "LODO layer refit, handed over as the graph does"
 Scorer = Callable[[SetData, Record, Sequence[str]], list[float]]
 
 
-def candidates(record: Record, removed: frozenset[str], bm25_weight: float) -> list[str]:
+def candidates(record: Record, removed: frozenset[str], dense_share: float) -> list[str]:
     """The hybrid ranking as ``hybrid_search`` builds it: each side's top ``CANDIDATES``
-    (after the removed documents), fused by RRF; the dense side counts only when trusted."""
-    from ragbrain.lexical.fusion import CANDIDATES, rrf
+    (after the removed documents), fused by score (``fuse_scores``) with this dense share;
+    the dense side counts only when trusted."""
+    from ragbrain.lexical.fusion import CANDIDATES, fuse_scores
 
-    dense = [d for d, _ in record.dense if d not in removed][:CANDIDATES]
-    bm25 = [d for d in record.bm25 if d not in removed][:CANDIDATES]
-    weights = (1.0, bm25_weight) if record.trust else (0.0, 1.0)
-    return rrf([dense, bm25], weights=weights)
+    dense = [(d, v) for d, v in record.dense if d not in removed][:CANDIDATES]
+    pairs = zip(record.bm25, record.bm25_scores, strict=True)
+    bm25 = [(d, v) for d, v in pairs if d not in removed][:CANDIDATES]
+    share = dense_share if record.trust else 0.0
+    return fuse_scores(dense, bm25, sum(record.query_idf), share)
 
 
 def dense_top(record: Record, removed: frozenset[str], k: int = JUDGE_K) -> list[str]:
@@ -137,18 +141,19 @@ def layer_scorer(layer: Callable[[torch.Tensor], torch.Tensor]) -> Scorer:
 # --- fitting on a fold's other domains -------------------------------------------------------
 
 
-def fit_bm25_weight(fit: Sequence[SetData]) -> tuple[float, dict[str, float]]:
-    """The BM25 weight whose hybrid top 10 has the best nDCG@10, averaged over the fit sets."""
+def fit_dense_share(fit: Sequence[SetData]) -> tuple[float, dict[str, float]]:
+    """The dense share whose hybrid top 10 has the best nDCG@10, averaged over the fit sets
+    (ties: the one nearest the shipped ``DENSE_SHARE``)."""
     from ragbrain.evaluation.metrics import mean, ndcg_at_k
 
     means = {}
-    for weight in BM25_WEIGHTS:
+    for weight in DENSE_SHARES:
         per_set = [
             mean([ndcg_at_k(candidates(r, frozenset(), weight), r.qrels) for r in d.records]) or 0.0
             for d in fit
         ]
         means[str(weight)] = sum(per_set) / len(per_set)
-    best = max(BM25_WEIGHTS, key=lambda w: (means[str(w)], -abs(w - 1.0)))
+    best = max(DENSE_SHARES, key=lambda w: (means[str(w)], -abs(w - DENSE_SHARE)))
     return best, means
 
 
@@ -307,7 +312,7 @@ def fit_fold(fit: Sequence[SetData], critic: TransformerCritic) -> dict[str, Any
     from ragbrain.critic.training.layers import choose_threshold
     from ragbrain.evaluation.missing import split_missing
 
-    weight, weight_means = fit_bm25_weight(fit)
+    weight, weight_means = fit_dense_share(fit)
     shipped = shipped_scorer(critic)
     scores, labels, sets = labelled_scores(fit, weight, shipped)
     shipped_threshold, _ = choose_threshold(scores, labels, sets, 0.92)
@@ -323,14 +328,14 @@ def fit_fold(fit: Sequence[SetData], critic: TransformerCritic) -> dict[str, Any
             {r.id: r.qrels for r in data.records}, [r.id for r in data.records]
         )
         evidence[data.name] = evidence_rows(data, scenario, weight, refit)
-        graph[data.name] = evidence_rows(data, scenario, 1.0, shipped, adaptive=True)
+        graph[data.name] = evidence_rows(data, scenario, DENSE_SHARE, shipped, adaptive=True)
     abstention = fit_abstention(evidence)
     return {
         "layer_layout": layout,
         "layer_nested": nested,
         "abstention_shipped": fit_abstention(graph),
-        "bm25_weight": weight,
-        "bm25_weight_ndcg": weight_means,
+        "dense_share": weight,
+        "dense_share_ndcg": weight_means,
         "shipped_layer_threshold": shipped_threshold,
         "refit_threshold": refit_threshold,
         "abstention": abstention,
@@ -352,7 +357,7 @@ def ship_layer(folder: Path, fold: dict[str, Any], model: str, names: Sequence[s
             "by": "python -m benchmarks.lodo (every set's train/dev lists, rows balanced per set)",
             "sets": list(names),
             "layout": fold["layer_layout"],
-            "bm25_weight": fold["bm25_weight"],
+            "dense_share": fold["dense_share"],
         },
     }
     add_distance_layer(folder, layer)
@@ -360,11 +365,11 @@ def ship_layer(folder: Path, fold: dict[str, Any], model: str, names: Sequence[s
 
 
 def all_lists(data: SetData, scenario: MissingAnswer | None) -> dict[str, list[str]]:
-    """Every (query, doc) pair any variant judges: hybrid top 10 for each BM25 weight, with
+    """Every (query, doc) pair any variant judges: hybrid top 10 for each dense share, with
     and without the scenario's removals."""
     removals = [frozenset()] + ([scenario.removed] if scenario else [])
     out: dict[str, list[str]] = {}
-    for record, weight, removed in itertools.product(data.records, BM25_WEIGHTS, removals):
+    for record, weight, removed in itertools.product(data.records, DENSE_SHARES, removals):
         docs = candidates(record, removed, weight)[:JUDGE_K]
         out[record.id] = list(dict.fromkeys([*out.get(record.id, []), *docs]))
     return out
@@ -423,7 +428,7 @@ def judge_set(
     from ragbrain.evaluation.missing import BASELINE_GATE, gate_refuses
 
     shipped, refit = shipped_scorer(critic), layer_scorer(fold["_layer"])
-    w = fold["bm25_weight"]
+    w = fold["dense_share"]
     thresholds = AbstainThresholds(
         fold["abstention"]["critic_below"], fold["abstention"]["distance_above"], "LODO"
     )
@@ -433,7 +438,7 @@ def judge_set(
         out.setdefault(config, {})[query] = docs
 
     for r in data.records:
-        dense, hybrid = dense_top(r, removed), candidates(r, removed, 1.0)
+        dense, hybrid = dense_top(r, removed), candidates(r, removed, DENSE_SHARE)
         fitted = candidates(r, removed, w)
         put("dense top 10", r.id, dense)
         put("BM25 top 10", r.id, bm25_top(r, removed))
@@ -486,21 +491,21 @@ def critic_own(
 
     shipped, refit = shipped_scorer(critic), layer_scorer(fold["_layer"])
     variants: dict[str, tuple[Scorer, float, float]] = {
-        "shipped layer and threshold": (shipped, 1.0, critic.threshold),
+        "shipped layer and threshold": (shipped, DENSE_SHARE, critic.threshold),
         "shipped layer, LODO threshold": (
             shipped,
-            fold["bm25_weight"],
+            fold["dense_share"],
             fold["shipped_layer_threshold"],
         ),
-        "LODO layer refit": (refit, fold["bm25_weight"], fold["refit_threshold"]),
+        "LODO layer refit": (refit, fold["dense_share"], fold["refit_threshold"]),
     }
     from ragbrain.critic.training.layers import choose_threshold
 
     for layout, layer in fold["_layers"].items():  # both layouts, whichever the fold chose
         scorer = layer_scorer(layer)
-        weight = fold["bm25_weight"]
+        weight = fold["dense_share"]
         threshold, _ = choose_threshold(*labelled_scores(fold["_fit"], weight, scorer), 0.92)
-        variants[f"LODO refit, {layout} columns"] = (scorer, fold["bm25_weight"], threshold)
+        variants[f"LODO refit, {layout} columns"] = (scorer, fold["dense_share"], threshold)
     out = {}
     for name, (scorer, weight, threshold) in variants.items():
         scores: list[float] = []
@@ -538,10 +543,10 @@ def held_out(
     }
     evidence = {
         "refit critic, hybrid top 10": evidence_auc(
-            evidence_rows(data, scenario, fold["bm25_weight"], layer_scorer(fold["_layer"]))
+            evidence_rows(data, scenario, fold["dense_share"], layer_scorer(fold["_layer"]))
         ),
         "shipped critic, adaptive depth": evidence_auc(
-            evidence_rows(data, scenario, 1.0, shipped_scorer(critic), adaptive=True)
+            evidence_rows(data, scenario, DENSE_SHARE, shipped_scorer(critic), adaptive=True)
         ),
     }
     return {

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,15 +30,22 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from ragbrain.critic.model import TransformerCritic
+    from ragbrain.lexical.index import LexicalIndex
 
 DEEP = 60
-VERSION = 1
+#: 2 adds BM25's scores and the query terms' IDF and which of them BM25's top hits hold.
+VERSION = 2
+#: How many of BM25's top hits record which query terms they hold.
+TERMS_OF_TOP = 10
 _ROWS: dict[Path, dict[str, list[float]]] = {}
 
 
 @dataclass(frozen=True)
 class Record:
-    """One query's candidates: dense (id, distance) and BM25 ids, best first."""
+    """One query's candidates: dense (id, distance) and BM25 ids, best first; BM25's scores
+    (aligned with ``bm25``), the IDF of each distinct query term the index knows, and for
+    each of BM25's top ``TERMS_OF_TOP`` hits the positions (in ``query_idf``) of the terms it
+    holds."""
 
     id: str
     text: str
@@ -48,6 +55,9 @@ class Record:
     dense: list[tuple[str, float]]
     bm25: list[str]
     distance: dict[str, float]
+    bm25_scores: list[float] = field(default_factory=list)
+    query_idf: list[float] = field(default_factory=list)
+    bm25_terms: list[list[int]] = field(default_factory=list)
 
     @property
     def relevant(self) -> set[str]:
@@ -196,10 +206,13 @@ def load_role(
     for query in ids:
         text = queries[query]
         dense = [(h["id"], h["distance"]) for h in store.search(text, DEEP)]
-        bm25 = [h.id for h in index.search(text, DEEP)]
+        lexical = index.search(text, DEEP)
+        bm25 = [h.id for h in lexical]
         distance = dict(dense)
         extra = [d for d in bm25 if d not in distance]
         distance.update({h["id"]: h["distance"] for h in store.hits_by_id(text, extra)})
+        lexical = [h for h in lexical if h.id in distance]
+        idf, held = query_terms(index, text, [h.id for h in lexical[:TERMS_OF_TOP]])
         records.append(
             Record(
                 id=query,
@@ -208,12 +221,25 @@ def load_role(
                 depth=depth_for(complexity(text, context)[0], context),
                 trust=dense_trusted(store, text, None),
                 dense=dense,
-                bm25=[d for d in bm25 if d in distance],
+                bm25=[h.id for h in lexical],
                 distance=distance,
+                bm25_scores=[h.score for h in lexical],
+                query_idf=idf,
+                bm25_terms=held,
             )
         )
     write_json(path, {"records": [r.__dict__ for r in records]})
     return SetData(name, role, records, corpus, rows, rows_path)
+
+
+def query_terms(
+    index: LexicalIndex, query: str, ids: Sequence[str]
+) -> tuple[list[float], list[list[int]]]:
+    """The IDF of each distinct query term the index knows (first appearance order), and for
+    each of ``ids`` the positions of the terms it holds."""
+    terms = list(dict.fromkeys(index.query_terms(query)))
+    held = [[i for i, t in enumerate(terms) if t in index.terms_of(id_)] for id_ in ids]
+    return index.idf(terms), held
 
 
 def _progress(name: str) -> Any:

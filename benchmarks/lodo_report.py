@@ -85,9 +85,9 @@ def markdown(payload: dict[str, Any]) -> str:
         f"{payload['embedding_model']} stores; up to {payload['test_queries']} seeded test "
         "queries a set, "
         f"fit on up to {payload['fit_queries']} seeded train/dev queries of every other domain "
-        "(CMRC 2018 and DRCD held apart together). Fit per fold: the BM25 fusion weight, the "
-        "critic's threshold (shipped layer) and a refit of its last layer, the abstention "
-        "thresholds. The critic's encoder is the shipped one: it saw SciFact train and "
+        "(CMRC 2018 and DRCD held apart together). Fit per fold: the dense share of the score "
+        "fusion, the critic's threshold (shipped layer) and a refit of its last layer, the "
+        "abstention thresholds. The critic's encoder is the shipped one: it saw SciFact train and "
         "NFCorpus dev, so the critic figures there are not LODO (marked). Sets marked "
         "sub-corpus were judged on a smaller corpus (every document judged for "
         f"{payload['subcorpus_queries'][0]} seeded test and {payload['subcorpus_queries'][1]} "
@@ -95,7 +95,7 @@ def markdown(payload: dict[str, Any]) -> str:
         "",
         "## The proposed pipeline (LODO)",
         "",
-        "Judge the hybrid top 10 (BM25 weight fit LODO), hand over at most the adaptive depth "
+        "Judge the hybrid top 10 (dense share fit LODO), hand over at most the adaptive depth "
         "of what the refit critic keeps, abstain when the critic and the gate agree nothing "
         "fits. Set P is against dense top 10; set R against the pipeline with the critic off "
         "(hybrid, adaptive depth).",
@@ -185,7 +185,7 @@ def markdown(payload: dict[str, Any]) -> str:
         "",
         "## What each fold learned",
         "",
-        "| held apart | BM25 weight | layer (nested choice) | shipped-layer threshold | "
+        "| held apart | dense share | layer (nested choice) | shipped-layer threshold | "
         "refit threshold | abstain: "
         "critic below | and distance above | fit refusal recall | shipped critic: below / "
         "above / fit refusal recall |",
@@ -194,7 +194,7 @@ def markdown(payload: dict[str, Any]) -> str:
     for name, p in [*payload["folds"].items(), ("all sets (to ship)", payload["all_sets"])]:
         a, g = p["abstention"], p["abstention_shipped"]
         lines.append(
-            f"| {name} | {p['bm25_weight']} | {p['layer_layout']} | "
+            f"| {name} | {p['dense_share']} | {p['layer_layout']} | "
             f"{_f(p['shipped_layer_threshold'])} | "
             f"{_f(p['refit_threshold'])} | {_f(a['critic_below'])} | "
             f"{_f(a['distance_above'])} | {_pct(a['refusal_recall'])} | "

@@ -144,9 +144,10 @@ class RetrievalContext:
     search_mode: SearchMode = field(
         default="hybrid",
         metadata={
-            "description": "'hybrid' fuses BM25 and vector hits (reciprocal rank fusion); "
-            "'dense' is vector search only. Either way, a 'poor' verdict adds a lexical rescue "
-            "to the fallback. Needs the store's lexical index (a graph without one is dense)."
+            "description": "'hybrid' fuses BM25 and vector hits by score, BM25 weighed by "
+            "how much of the query it matches; 'dense' is vector search only. Either way, a "
+            "'poor' verdict adds a lexical rescue to the fallback. Needs the store's lexical "
+            "index (a graph without one is dense)."
         },
     )
 

@@ -152,6 +152,24 @@ def test_score_matrix_matches_bm25s_on_the_same_tokens() -> None:
         assert index.scores(index.query_terms(query)) == pytest.approx(expected, rel=1e-5)
 
 
+@pytest.mark.parametrize(
+    "query", ["expired credentials", "cache expired", "バックアップ 失敗"], ids=str
+)
+def test_idf_and_terms_of_match_a_brute_force_count(query: str) -> None:
+    index = build()
+    tokens = {i: set(tokenize(t)) for i, t in DOCS.items()}
+    terms = index.query_terms(query)
+    words = [t for t in tokenize(query) if t in index.vocab]
+    expected = [
+        math.log(1 + (len(DOCS) - df + 0.5) / (df + 0.5))
+        for df in (sum(w in t for t in tokens.values()) for w in words)
+    ]
+    assert index.idf(terms) == pytest.approx(expected)
+    for id_, own in tokens.items():
+        assert index.terms_of(id_) == {index.vocab[w] for w in own}
+    assert index.terms_of("no such chunk") == set()
+
+
 def test_type_filter_and_no_terms() -> None:
     index = build()
     assert [h.id for h in index.search("expired", 10, ["decision", "lesson"])] == []

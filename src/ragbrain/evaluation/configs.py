@@ -50,7 +50,7 @@ CONFIGS: tuple[Config, ...] = (
     Config("bm25", "BM25 alone (bm25s scoring, ragbrain's tokenizers), top 10", kind="bm25"),
     Config(
         "hybrid",
-        "ragbrain: BM25 + dense fused by RRF, fixed depth 10, gate off",
+        "ragbrain: BM25 + dense fused by score, fixed depth 10, gate off",
         context={"k": 10, "gate_threshold": NO_GATE, "search_mode": "hybrid"},
     ),
     Config(

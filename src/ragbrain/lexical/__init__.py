@@ -1,5 +1,5 @@
 """The lexical side of hybrid search: tokenization by script, a BM25 index beside the store,
-and rank fusion with the dense hits."""
+and its fusion with the dense hits."""
 
 from ragbrain.lexical.fusion import hybrid_search, rrf
 from ragbrain.lexical.index import LexicalIndex, LexicalIndexError

@@ -13,6 +13,11 @@ B = 0.75
 IntArray = npt.NDArray[np.int32]
 
 
+def idf(n_docs: int, df: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+    """Lucene's BM25 IDF of terms held by ``df`` of ``n_docs`` chunks."""
+    return np.log1p((n_docs - df + 0.5) / (df + 0.5))
+
+
 def score_matrix(
     flat: IntArray, indptr: npt.NDArray[np.int64], n_terms: int
 ) -> tuple[npt.NDArray[np.float32], IntArray, npt.NDArray[np.int64]]:
@@ -30,9 +35,9 @@ def score_matrix(
     pairs, tf = np.unique(flat.astype(np.int64) * n_docs + doc_of, return_counts=True)
     terms, docs = pairs // n_docs, pairs % n_docs  # sorted by term, then chunk: CSC order
     df = np.bincount(terms, minlength=n_terms)
-    idf = np.log1p((n_docs - df + 0.5) / (df + 0.5))
+    weight = idf(n_docs, df)
     norm = K1 * (1 - B + B * lengths / max(float(lengths.mean()), 1e-9))
-    data = idf[terms] * tf / (tf + norm[docs])
+    data = weight[terms] * tf / (tf + norm[docs])
     term_ptr = np.concatenate([[0], np.cumsum(df)]).astype(np.int64)
     return data.astype(np.float32), docs.astype(np.int32), term_ptr
 

@@ -1,17 +1,27 @@
-"""Fusing lexical and dense hits: reciprocal rank fusion, with every hit's true cosine distance.
+"""Fusing lexical and dense hits: by score for hybrid search, by rank for the other lists.
+
+``hybrid_search`` fuses the dense and BM25 lists by score (``fuse_scores``): each chunk gets
+``DENSE_SHARE`` x its dense similarity, min-max scaled over the dense list, plus the rest x
+its BM25 score over the most the query can score (the sum of its terms' IDF: a Lucene term
+scores below its IDF). BM25 is not rescaled to its own best hit, so a BM25 list that matches
+little of the query counts little: on code search (CoSQA: web questions against Python
+functions) BM25's best hit holds a third of the query's score, on the QA sets most of it.
+Chosen leave-one-domain-out over reciprocal rank fusion, min-max fusion and per-query BM25
+weights gated by IDF coverage, score share or the two lists' overlap
+(``benchmarks/results/fusion_rules-*.md``).
 
 Reciprocal rank fusion (RRF, Cormack et al. 2009) scores a chunk by the sum of
-``1 / (RRF_K + rank)`` over the rankings it appears in. It needs no calibration between BM25
-scores (unbounded) and cosine distances. Fixed before measuring; on SciFact and NFCorpus test
-it beat dense and BM25 alone, and a min-max weighted score did better on SciFact only
-(``benchmarks/results/hybrid-*.md``), so the choice stays open to tuning on train splits.
+``1 / (RRF_K + rank)`` over the rankings it appears in; it fuses the lists that have no
+comparable scores (a compound question's parts, the fallback's rungs).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ragbrain.errors import InvalidInputError
 from ragbrain.lexical.tokens import Language, script_counts
 from ragbrain.state import Hit
 
@@ -23,6 +33,9 @@ if TYPE_CHECKING:
 RRF_K = 60
 #: Each side contributes its best ``max(k, CANDIDATES)`` chunks to the fusion.
 CANDIDATES = 30
+#: The dense side's share of ``fuse_scores``; BM25 gets the rest. Fit leave-one-domain-out
+#: (``benchmarks.fusion_rules``): 0.3 on every set of both store models (0.2-0.4 per fold).
+DENSE_SHARE = 0.3
 #: What ``dense_trusted`` assumes the English-only default model reads.
 ENGLISH_ONLY = ("en", "none")
 #: Scripts that count wherever they appear in a query, not only as its main script: a
@@ -79,12 +92,18 @@ def fuse_hits(
                 ids.append(item["id"])
                 known.setdefault(item["id"], item)
         id_rankings.append(ids)
-    fused = rrf(id_rankings, weights=weights)[:k]
-    missing = [id_ for id_ in fused if id_ not in known]
+    return _as_hits(store, query, rrf(id_rankings, weights=weights)[:k], known)
+
+
+def _as_hits(store: Store, query: str, ids: Sequence[str], known: dict[str, Hit]) -> list[Hit]:
+    """``ids`` as hits: the ``known`` ones as they are, the others read from the store with
+    their true cosine distance to ``query``."""
+    missing = [id_ for id_ in ids if id_ not in known]
+    found = dict(known)
     for hit in store.hits_by_id(query, missing):
-        known[hit["id"]] = hit
+        found[hit["id"]] = hit
     # A chunk deleted between the lexical search and the read is simply left out.
-    return [known[id_] for id_ in fused if id_ in known]
+    return [found[id_] for id_ in ids if id_ in found]
 
 
 def dense_trusted(store: Store, query: str, languages: Sequence[str] | None) -> bool:
@@ -117,6 +136,119 @@ def fusion_weights(trust_dense: bool) -> tuple[float, float]:
     return (1.0, 1.0) if trust_dense else (0.0, 1.0)
 
 
+@dataclass(frozen=True)
+class FusionWeights:
+    """What one query's score fusion gave each side.
+
+    Attributes:
+        dense: The dense side's share (``DENSE_SHARE``; 0 when the dense side is not trusted).
+        bm25_best: BM25's best score over the most the query can score (0 to 1): the most
+            any chunk gets from the BM25 side is ``(1 - dense) * bm25_best``.
+    """
+
+    dense: float
+    bm25_best: float
+
+    def describe(self) -> str:
+        """The weights in a trace note's words."""
+        if self.dense == 0:
+            return "BM25's order stands"
+        top = (1 - self.dense) * self.bm25_best
+        return (
+            f"fused by score, dense {self.dense:.2f} and BM25 up to {top:.2f} (its best hit "
+            f"scores {self.bm25_best:.0%} of the most the query can)"
+        )
+
+
+def fuse_scores(
+    dense: Sequence[tuple[str, float]],
+    lexical: Sequence[tuple[str, float]],
+    mass: float,
+    dense_share: float = DENSE_SHARE,
+) -> list[str]:
+    """Ids ordered by score fusion of a dense and a BM25 list (best first).
+
+    Args:
+        dense: (id, cosine distance) pairs; their similarity is min-max scaled over the list
+            (one hit, or equal distances, all scale to 1).
+        lexical: (id, BM25 score) pairs; each score counts as its share of ``mass``, at most 1.
+        mass: The most the query can score (``LexicalIndex.query_mass``); 0 or less leaves
+            the BM25 side out.
+        dense_share: The dense side's weight; BM25 gets ``1 - dense_share``. With 0 the BM25
+            order stands and dense-only ids follow it in dense order.
+
+    Ties keep the order of first appearance (dense first), so the result is deterministic.
+    """
+    if not 0.0 <= dense_share <= 1.0:
+        raise InvalidInputError(f"dense_share must be within 0 and 1, not {dense_share}.")
+    total: dict[str, float] = {}
+    if dense:
+        low = min(distance for _, distance in dense)
+        high = max(distance for _, distance in dense)
+        for id_, distance in dense:
+            scaled = (high - distance) / (high - low) if high > low else 1.0
+            total.setdefault(id_, dense_share * scaled)
+    if mass > 0:
+        for id_, score in lexical:
+            total[id_] = total.get(id_, 0.0) + (1 - dense_share) * min(1.0, score / mass)
+    return sorted(total, key=lambda id_: -total[id_])
+
+
+@dataclass(frozen=True)
+class Fused:
+    """``hybrid_fusion``'s result: the hits, how many only BM25 found, and the weights."""
+
+    hits: list[Hit]
+    lexical_only: int
+    weights: FusionWeights
+
+
+def hybrid_fusion(
+    store: Store,
+    index: LexicalIndex,
+    query: str,
+    k: int,
+    types: Sequence[str] | None = None,
+    *,
+    trust_dense: bool = True,
+    filters: Filters | None = None,
+) -> Fused:
+    """Dense and BM25 search fused by score (``fuse_scores``); every hit carries its cosine
+    distance to ``query``.
+
+    Args:
+        store: The dense side, and the distances of chunks only BM25 found.
+        index: The BM25 side.
+        query: The text both sides search.
+        k: At most this many hits; each side contributes its best ``max(k, CANDIDATES)``.
+        types: Only chunks of these note types; None for all.
+        trust_dense: False gives the dense side weight 0 (the embedding model cannot read
+            the query's language): BM25's order stands, dense hits only fill in after it.
+        filters: Path, tag and date filters both sides apply.
+
+    Returns:
+        The ``k`` fused hits (best first), how many of them only BM25 found, the weights.
+    """
+    depth = max(k, CANDIDATES)
+    dense = (
+        store.search(query, depth, types, filters) if filters else store.search(query, depth, types)
+    )
+    matches = index.search(query, depth, types, filters)
+    mass = index.query_mass(query)
+    share = DENSE_SHARE if trust_dense else 0.0
+    order = fuse_scores(
+        [(hit["id"], hit["distance"]) for hit in dense],
+        [(match.id, match.score) for match in matches],
+        mass,
+        share,
+    )[:k]
+    best = min(1.0, matches[0].score / mass) if matches and mass > 0 else 0.0
+    hits = _as_hits(store, query, order, {hit["id"]: hit for hit in dense})
+    dense_ids = {hit["id"] for hit in dense}
+    only = sum(hit["id"] not in dense_ids for hit in hits)
+    return Fused(hits, only, FusionWeights(share, best))
+
+
 def hybrid_search(
     store: Store,
     index: LexicalIndex,
@@ -127,21 +259,6 @@ def hybrid_search(
     trust_dense: bool = True,
     filters: Filters | None = None,
 ) -> tuple[list[Hit], int]:
-    """Dense and BM25 search, fused by RRF; every hit carries its cosine distance to ``query``.
-
-    Args:
-        trust_dense: False gives the dense ranking weight 0 (the embedding model cannot read
-            the query's language): BM25's order stands, dense hits only fill in after it.
-        filters: Path, tag and date filters both sides apply.
-
-    Returns:
-        The ``k`` fused hits (best first) and how many of them only the lexical side found.
-    """
-    depth = max(k, CANDIDATES)
-    dense = (
-        store.search(query, depth, types, filters) if filters else store.search(query, depth, types)
-    )
-    lexical = [hit.id for hit in index.search(query, depth, types, filters)]
-    hits = fuse_hits(store, query, [dense, lexical], k, fusion_weights(trust_dense))
-    dense_ids = {hit["id"] for hit in dense}
-    return hits, sum(hit["id"] not in dense_ids for hit in hits)
+    """``hybrid_fusion``'s hits and how many of them only BM25 found (same arguments)."""
+    fused = hybrid_fusion(store, index, query, k, types, trust_dense=trust_dense, filters=filters)
+    return fused.hits, fused.lexical_only

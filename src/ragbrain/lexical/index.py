@@ -34,7 +34,7 @@ from ragbrain.atomic import write_bytes
 from ragbrain.errors import RagbrainError
 from ragbrain.facets import Facets, time_of
 from ragbrain.filters import MODIFIED_KEY, Filters
-from ragbrain.lexical.bm25 import IntArray, bm25s_scorer, score_matrix
+from ragbrain.lexical.bm25 import IntArray, bm25s_scorer, idf, score_matrix
 from ragbrain.lexical.tokens import TOKENIZER_VERSION, tokenize
 from ragbrain.typematch import fold
 
@@ -123,6 +123,7 @@ class LexicalIndex:
         self._type_counts = {t: int(counts[code]) for t, code in self._type_codes.items()}
         data, docs, term_ptr = score_matrix(flat, indptr, len(vocab))
         self._bm25 = bm25s_scorer(data, docs, term_ptr, len(ids))
+        self._document_frequency = np.diff(term_ptr)
 
     @classmethod
     def build(
@@ -270,6 +271,25 @@ class LexicalIndex:
     def query_terms(self, query: str) -> list[int]:
         """The query's term ids that the index knows (unknown terms cannot match)."""
         return [self.vocab[t] for t in tokenize(query) if t in self.vocab]
+
+    def idf(self, terms: Sequence[int]) -> list[float]:
+        """BM25's IDF of each of these term ids (``bm25.idf``), as the scores use it."""
+        df = self._document_frequency[np.asarray(terms, dtype=np.int64)]
+        return [float(v) for v in idf(len(self.ids), df)]
+
+    def query_mass(self, query: str) -> float:
+        """The most ``query`` can score: the IDF sum of its distinct terms the index knows
+        (a Lucene term scores below its IDF; a repeated term, counted again by ``search``,
+        can lift a score past it)."""
+        terms = list(dict.fromkeys(self.query_terms(query)))
+        return sum(self.idf(terms)) if terms else 0.0
+
+    def terms_of(self, id_: str) -> set[int]:
+        """The term ids an indexed chunk holds (empty for an id the index does not have)."""
+        position = self._position.get(id_)
+        if position is None:
+            return set()
+        return set(self.flat[self.indptr[position] : self.indptr[position + 1]].tolist())
 
     def scores(self, terms: Sequence[int]) -> npt.NDArray[np.float32]:
         """BM25 score of every chunk for these query term ids, by bm25s's scorer (a repeated

@@ -68,7 +68,7 @@ def make_fallback_search(store: Store, lexical: LexicalSearcher | None = None) -
                 CANDIDATES,
                 dense_trusted,
                 fuse_hits,
-                hybrid_search,
+                hybrid_fusion,
             )
 
             if hybrid:
@@ -76,11 +76,11 @@ def make_fallback_search(store: Store, lexical: LexicalSearcher | None = None) -
                 # the first search by distance, as the dense fallback does, so a rescued chunk
                 # is not outranked by the filtered hits the gate just judged poor.
                 trust = dense_trusted(store, query, context_of(runtime).dense_languages)
-                wide = hybrid_search(
+                wide = hybrid_fusion(
                     store, lexical.index, query, wanted, trust_dense=trust, filters=filters
-                )[0]
-                merged = merge_hits(state["hits"], rescued(wide), wanted)
-                rungs = "without the type filter (hybrid)"
+                )
+                merged = merge_hits(state["hits"], rescued(wide.hits), wanted)
+                rungs = f"without the type filter (hybrid; {wide.weights.describe()})"
             else:
                 rankings: list[list[Hit] | list[str]] = [state["hits"]]
                 rung_names = []

@@ -15,6 +15,7 @@ from ragbrain.state import Hit, RetrievalState
 from ragbrain.typematch import unknown_types, unknown_types_message
 
 if TYPE_CHECKING:
+    from ragbrain.lexical.fusion import FusionWeights
     from ragbrain.lexical.sync import LexicalSearcher
     from ragbrain.store import Store
 
@@ -39,6 +40,7 @@ def make_vector_search(store: Store, lexical: LexicalSearcher | None = None) -> 
         filters = Filters.parse(state.get("filters"))
         scope = f"type in {types}" if types else "all types"
         lexical_only: list[int] = []
+        weights: list[FusionWeights] = []
         hybrid = context.search_mode == "hybrid" and lexical is not None
         trust = True
         if hybrid:
@@ -48,13 +50,14 @@ def make_vector_search(store: Store, lexical: LexicalSearcher | None = None) -> 
 
         def search(text: str, k: int) -> list[Hit]:
             if hybrid and lexical is not None:
-                from ragbrain.lexical.fusion import hybrid_search
+                from ragbrain.lexical.fusion import hybrid_fusion
 
-                found, only = hybrid_search(
+                fused = hybrid_fusion(
                     store, lexical.index, text, k, types, trust_dense=trust, filters=filters
                 )
-                lexical_only.append(only)
-                return found
+                lexical_only.append(fused.lexical_only)
+                weights.append(fused.weights)
+                return fused.hits
             return (
                 store.search(text, k, types, filters) if filters else store.search(text, k, types)
             )
@@ -67,6 +70,8 @@ def make_vector_search(store: Store, lexical: LexicalSearcher | None = None) -> 
             )
             if not trust:
                 note += "; the query's language is not the model's, so BM25's order stands"
+            else:
+                note += f"; {weights[0].describe()}"
         else:
             note = f"vector search ({scope}): {len(hits)} hits"
             if context.search_mode == "hybrid":
