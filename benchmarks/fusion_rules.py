@@ -113,8 +113,8 @@ def absolute_ranking(record: Record, alpha: float, power: float = 1.0) -> list[s
     """Convex fusion that keeps BM25's strength: ``alpha`` x dense similarity min-max scaled
     over its list + (1 - alpha) x BM25 score over the query's IDF sum (the most it can
     score), raised to ``power``, so a BM25 list that matches little of the query counts
-    little. ``power`` 1 is ``ragbrain.lexical.fusion.fuse_scores``, what ``hybrid_search``
-    runs."""
+    little: ``ragbrain.lexical.fusion.fuse_scores``, what ``hybrid_search`` runs with the store
+    model's ``BM25_POWER``."""
     from ragbrain.lexical.fusion import CANDIDATES, fuse_scores
 
     key = (id(record), f"absolute^{power}", alpha)
@@ -123,9 +123,7 @@ def absolute_ranking(record: Record, alpha: float, power: float = 1.0) -> list[s
     alpha = alpha if record.trust else 0.0
     mass = sum(record.query_idf)
     lexical = list(zip(record.bm25, record.bm25_scores, strict=True))[:CANDIDATES]
-    if power != 1.0 and mass > 0:  # the same fusion over scores whose share is raised
-        lexical = [(d, mass * min(1.0, s / mass) ** power) for d, s in lexical]
-    _CACHE[key] = fuse_scores(record.dense[:CANDIDATES], lexical, mass, alpha)
+    _CACHE[key] = fuse_scores(record.dense[:CANDIDATES], lexical, mass, alpha, power)
     return list(_CACHE[key])
 
 

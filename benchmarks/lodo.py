@@ -78,7 +78,7 @@ def candidates(record: Record, removed: frozenset[str], dense_share: float) -> l
     pairs = zip(record.bm25, record.bm25_scores, strict=True)
     bm25 = [(d, v) for d, v in pairs if d not in removed][:CANDIDATES]
     share = dense_share if record.trust else 0.0
-    return fuse_scores(dense, bm25, sum(record.query_idf), share)
+    return fuse_scores(dense, bm25, sum(record.query_idf), share, record.bm25_power)
 
 
 def dense_top(record: Record, removed: frozenset[str], k: int = JUDGE_K) -> list[str]:

@@ -58,6 +58,8 @@ class Record:
     bm25_scores: list[float] = field(default_factory=list)
     query_idf: list[float] = field(default_factory=list)
     bm25_terms: list[list[int]] = field(default_factory=list)
+    # The store model's ``BM25_POWER`` (set on loading, not cached: it is the product's).
+    bm25_power: float = 1.0
 
     @property
     def relevant(self) -> set[str]:
@@ -197,7 +199,7 @@ def load_role(
     if path.is_file():
         raw = json.loads(path.read_text(encoding="utf-8"))
         records = [Record(**{**r, "dense": [tuple(p) for p in r["dense"]]}) for r in raw["records"]]
-        return SetData(name, role, records, corpus, rows, rows_path)
+        return SetData(name, role, _powered(records, model), corpus, rows, rows_path)
     say(f"candidates: {name} {role} ({len(ids)} queries)")
     store = corpus_store(loaded[0], embeddings_for(model), progress=_progress(name))
     index = sync_lexical(store)
@@ -229,7 +231,18 @@ def load_role(
             )
         )
     write_json(path, {"records": [r.__dict__ for r in records]})
-    return SetData(name, role, records, corpus, rows, rows_path)
+    return SetData(name, role, _powered(records, model), corpus, rows, rows_path)
+
+
+def _powered(records: list[Record], model: str | None) -> list[Record]:
+    """``records`` with the fusion's BM25 power of the stores' model."""
+    from dataclasses import replace
+
+    from ragbrain.embeddings import DEFAULT_EMBEDDING_MODEL
+    from ragbrain.lexical.fusion import bm25_power
+
+    power = bm25_power(model or DEFAULT_EMBEDDING_MODEL)
+    return [replace(r, bm25_power=power) for r in records]
 
 
 def query_terms(

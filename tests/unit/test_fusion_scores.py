@@ -11,8 +11,10 @@ from ragbrain.context import RetrievalContext
 from ragbrain.errors import InvalidInputError
 from ragbrain.graph import build_graph
 from ragbrain.lexical.fusion import (
+    BM25_POWER,
     DENSE_SHARE,
     FusionWeights,
+    bm25_power,
     fuse_scores,
     hybrid_fusion,
     hybrid_search,
@@ -70,6 +72,35 @@ def test_fuse_scores_on_hand_made_lists(
     assert fuse_scores(dense, lexical, mass, share) == expected
 
 
+@pytest.mark.parametrize(
+    ("power", "expected"),
+    # c: 0.7 x 0.6 = 0.42 beats a's 0.3; squared, 0.7 x 0.36 = 0.25 falls behind it, still
+    # ahead of b's 0.15.
+    [(1.0, ["c", "a", "b"]), (2.0, ["a", "c", "b"])],
+    ids=["plain", "squared"],
+)
+def test_a_power_above_one_weighs_a_partial_bm25_match_less(
+    power: float, expected: list[str]
+) -> None:
+    assert fuse_scores(DENSE, [("c", 6.0)], 10.0, 0.3, power) == expected
+
+
+@pytest.mark.parametrize("power", [0.0, -1.0, math.nan], ids=["zero", "negative", "nan"])
+def test_fuse_scores_refuses_a_power_that_is_not_positive(power: float) -> None:
+    with pytest.raises(InvalidInputError, match="power must be above 0"):
+        fuse_scores(DENSE, [("c", 1.0)], 1.0, 0.3, power)
+
+
+@pytest.mark.parametrize(
+    ("model", "power"),
+    [("all-MiniLM-L6-v2", 2.0), ("multilingual-e5-small", 1.0), ("someone-elses-model", 1.0)],
+    ids=["minilm", "e5", "unlisted"],
+)
+def test_the_bm25_power_is_the_store_models(model: str, power: float) -> None:
+    assert bm25_power(model) == power
+    assert set(BM25_POWER) <= {"all-MiniLM-L6-v2", "multilingual-e5-small"}
+
+
 @pytest.mark.parametrize("share", [-0.1, 1.5, math.nan], ids=["negative", "above-one", "nan"])
 def test_fuse_scores_refuses_a_share_outside_zero_and_one(share: float) -> None:
     with pytest.raises(InvalidInputError, match="dense_share must be within 0 and 1"):
@@ -81,9 +112,10 @@ def test_fuse_scores_refuses_a_share_outside_zero_and_one(share: float) -> None:
     [
         (FusionWeights(0.3, 0.37), "dense 0.30 and BM25 up to 0.26 (its best hit scores 37%"),
         (FusionWeights(0.3, 1.0), "dense 0.30 and BM25 up to 0.70 (its best hit scores 100%"),
+        (FusionWeights(0.3, 0.5, 2.0), "dense 0.30 and BM25 up to 0.17 (its best hit scores 50%"),
         (FusionWeights(0.0, 0.9), "BM25's order stands"),
     ],
-    ids=["weak", "full", "dense-left-out"],
+    ids=["weak", "full", "squared", "dense-left-out"],
 )
 def test_weights_describe_what_each_side_got(weights: FusionWeights, expected: str) -> None:
     assert expected in weights.describe()

@@ -3,12 +3,13 @@
 ``hybrid_search`` fuses the dense and BM25 lists by score (``fuse_scores``): each chunk gets
 ``DENSE_SHARE`` x its dense similarity, min-max scaled over the dense list, plus the rest x
 its BM25 score over the most the query can score (the sum of its terms' IDF: a Lucene term
-scores below its IDF). BM25 is not rescaled to its own best hit, so a BM25 list that matches
-little of the query counts little: on code search (CoSQA: web questions against Python
-functions) BM25's best hit holds a third of the query's score, on the QA sets most of it.
-Chosen leave-one-domain-out over reciprocal rank fusion, min-max fusion and per-query BM25
-weights gated by IDF coverage, score share or the two lists' overlap
-(``benchmarks/results/fusion_rules-*.md``).
+scores below its IDF), raised to the store model's ``BM25_POWER``. BM25 is not rescaled to
+its own best hit, so a BM25 list that matches little of the query counts little: on code
+search (CoSQA: web questions against Python functions) BM25's best hit holds a third of the
+query's score, on the QA sets most of it. Compared leave-one-domain-out with reciprocal rank
+fusion, min-max fusion and per-query BM25 weights gated by IDF coverage, score share or the
+two lists' overlap (``benchmarks/results/fusion_rules-*.md``); the share and the power are
+those fit on every shared set's train/dev queries, per store model.
 
 Reciprocal rank fusion (RRF, Cormack et al. 2009) scores a chunk by the sum of
 ``1 / (RRF_K + rank)`` over the rankings it appears in; it fuses the lists that have no
@@ -33,9 +34,14 @@ if TYPE_CHECKING:
 RRF_K = 60
 #: Each side contributes its best ``max(k, CANDIDATES)`` chunks to the fusion.
 CANDIDATES = 30
-#: The dense side's share of ``fuse_scores``; BM25 gets the rest. Fit leave-one-domain-out
-#: (``benchmarks.fusion_rules``): 0.3 on every set of both store models (0.2-0.4 per fold).
+#: The dense side's share of ``fuse_scores``; BM25 gets the rest. Fit on every shared set's
+#: train/dev queries (``benchmarks.fusion_rules``): 0.3 for both store models (0.2-0.4 when
+#: fit leave-one-domain-out).
 DENSE_SHARE = 0.3
+#: The power BM25's share of the query's most is raised to, per store model (fit with
+#: ``DENSE_SHARE``: 2 for all-MiniLM-L6-v2, 1 for multilingual-e5-small); other models: 1.
+#: Squared, a BM25 hit matching half of the query counts a quarter.
+BM25_POWER: dict[str, float] = {"all-MiniLM-L6-v2": 2.0}
 #: What ``dense_trusted`` assumes the English-only default model reads.
 ENGLISH_ONLY = ("en", "none")
 #: Scripts that count wherever they appear in a query, not only as its main script: a
@@ -131,6 +137,11 @@ def dense_trusted(store: Store, query: str, languages: Sequence[str] | None) -> 
     return all(script in languages for script in present)
 
 
+def bm25_power(model: str) -> float:
+    """``BM25_POWER`` of the store model ``model`` (1 for a model not listed)."""
+    return BM25_POWER.get(model, 1.0)
+
+
 def fusion_weights(trust_dense: bool) -> tuple[float, float]:
     """RRF weights of the (dense, BM25) rankings: the dense one counts only when trusted."""
     return (1.0, 1.0) if trust_dense else (0.0, 1.0)
@@ -143,17 +154,19 @@ class FusionWeights:
     Attributes:
         dense: The dense side's share (``DENSE_SHARE``; 0 when the dense side is not trusted).
         bm25_best: BM25's best score over the most the query can score (0 to 1): the most
-            any chunk gets from the BM25 side is ``(1 - dense) * bm25_best``.
+            any chunk gets from the BM25 side is ``(1 - dense) * bm25_best ** power``.
+        power: The power BM25's share is raised to (``BM25_POWER``).
     """
 
     dense: float
     bm25_best: float
+    power: float = 1.0
 
     def describe(self) -> str:
         """The weights in a trace note's words."""
         if self.dense == 0:
             return "BM25's order stands"
-        top = (1 - self.dense) * self.bm25_best
+        top = (1 - self.dense) * self.bm25_best**self.power
         return (
             f"fused by score, dense {self.dense:.2f} and BM25 up to {top:.2f} (its best hit "
             f"scores {self.bm25_best:.0%} of the most the query can)"
@@ -165,6 +178,7 @@ def fuse_scores(
     lexical: Sequence[tuple[str, float]],
     mass: float,
     dense_share: float = DENSE_SHARE,
+    power: float = 1.0,
 ) -> list[str]:
     """Ids ordered by score fusion of a dense and a BM25 list (best first).
 
@@ -176,11 +190,15 @@ def fuse_scores(
             the BM25 side out.
         dense_share: The dense side's weight; BM25 gets ``1 - dense_share``. With 0 the BM25
             order stands and dense-only ids follow it in dense order.
+        power: Each BM25 share is raised to it (> 0) before weighing; above 1 a hit matching
+            little of the query counts less still.
 
     Ties keep the order of first appearance (dense first), so the result is deterministic.
     """
     if not 0.0 <= dense_share <= 1.0:
         raise InvalidInputError(f"dense_share must be within 0 and 1, not {dense_share}.")
+    if not power > 0:
+        raise InvalidInputError(f"power must be above 0, not {power}.")
     total: dict[str, float] = {}
     if dense:
         low = min(distance for _, distance in dense)
@@ -190,7 +208,8 @@ def fuse_scores(
             total.setdefault(id_, dense_share * scaled)
     if mass > 0:
         for id_, score in lexical:
-            total[id_] = total.get(id_, 0.0) + (1 - dense_share) * min(1.0, score / mass)
+            share = min(1.0, score / mass) ** power
+            total[id_] = total.get(id_, 0.0) + (1 - dense_share) * share
     return sorted(total, key=lambda id_: -total[id_])
 
 
@@ -234,19 +253,23 @@ def hybrid_fusion(
         store.search(query, depth, types, filters) if filters else store.search(query, depth, types)
     )
     matches = index.search(query, depth, types, filters)
+    from ragbrain.embeddings import model_name_of
+
     mass = index.query_mass(query)
     share = DENSE_SHARE if trust_dense else 0.0
+    power = bm25_power(model_name_of(store.embeddings))
     order = fuse_scores(
         [(hit["id"], hit["distance"]) for hit in dense],
         [(match.id, match.score) for match in matches],
         mass,
         share,
+        power,
     )[:k]
     best = min(1.0, matches[0].score / mass) if matches and mass > 0 else 0.0
     hits = _as_hits(store, query, order, {hit["id"]: hit for hit in dense})
     dense_ids = {hit["id"] for hit in dense}
     only = sum(hit["id"] not in dense_ids for hit in hits)
-    return Fused(hits, only, FusionWeights(share, best))
+    return Fused(hits, only, FusionWeights(share, best, power))
 
 
 def hybrid_search(
