@@ -268,7 +268,7 @@ def evaluate(
     references: dict[str, Ranker] = {
         "dense top 10": lambda r: [d for d, _ in r.dense],
         "BM25 top 10": lambda r: list(r.bm25),
-        "RRF (shipped)": lambda r: rrf_ranking(r, 1.0),
+        "RRF (before the score fusion)": lambda r: rrf_ranking(r, 1.0),
     }
     out: dict[str, Any] = {
         name: {"per_set": {s: set_ndcg(d, rank) for s, d in test.items()}}
