@@ -276,3 +276,11 @@ def test_the_scorer_refuses_term_ids_outside_the_index(terms: list[int]) -> None
     scorer = Bm25Scorer(*score_matrix(index.flat, index.indptr, len(index.vocab)), len(index))
     with pytest.raises(ValueError, match="go beyond the index"):
         scorer.get_scores_from_ids(terms)
+
+
+def test_the_english_stop_words_are_bm25s_list() -> None:
+    from bm25s.stopwords import STOPWORDS_EN
+
+    from ragbrain.lexical.tokens import ENGLISH_STOP_WORDS
+
+    assert frozenset(STOPWORDS_EN) == ENGLISH_STOP_WORDS
