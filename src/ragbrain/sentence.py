@@ -34,12 +34,18 @@ def _json(path: Path) -> Any:
 
 
 def is_bert_folder(folder: Path) -> bool:
-    """Whether ``folder``'s ``config.json`` names a BERT (what ``SentenceEmbeddings`` runs)."""
+    """Whether ``SentenceEmbeddings`` runs ``folder``: a fp32 BERT (``config.json``) with a
+    ``tokenizer.json`` (sentence-transformers loads any other folder)."""
     try:
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    return isinstance(config, dict) and config.get("model_type") == "bert"
+    return (
+        isinstance(config, dict)
+        and config.get("model_type") == "bert"
+        and config.get("dtype", config.get("torch_dtype")) in (None, "float32")
+        and (folder / "tokenizer.json").is_file()
+    )
 
 
 def pooling_of(folder: Path) -> str:

@@ -224,8 +224,14 @@ def test_only_a_bert_folder_takes_this_path(tiny: Path, tmp_path: Path) -> None:
     other = tmp_path / "other"
     shutil.copytree(tiny, other)
     _edit_config(model_type="roberta")(other)
-    assert is_bert_folder(tiny) and not is_bert_folder(other)
-    assert not is_bert_folder(tmp_path / "missing")
+    half = tmp_path / "half"
+    shutil.copytree(tiny, half)
+    _edit_config(dtype="float16")(half)
+    untokenized = tmp_path / "untokenized"
+    shutil.copytree(tiny, untokenized)
+    (untokenized / "tokenizer.json").unlink()
+    assert is_bert_folder(tiny)
+    assert not any(is_bert_folder(f) for f in (other, half, untokenized, tmp_path / "missing"))
     assert isinstance(load_embeddings(tiny, "torch"), SentenceEmbeddings)
     with pytest.raises(InvalidInputError, match="needs a BERT folder"):
         load_embeddings(other, "torch", half_word_embeddings=True)
