@@ -45,22 +45,28 @@ def load_embeddings(
     half_word_embeddings: bool = False,
 ) -> Embeddings:
     """The sentence-transformers model in ``model_folder`` on ``backend``, normalized vectors,
-    CPU, offline. Both backends give the store the same ``model_name`` (the folder).
+    CPU, offline. Both backends give the store the same ``model_name`` (the folder). On torch,
+    a BERT folder runs on ``SentenceEmbeddings`` (the vectors sentence-transformers gives,
+    without importing it or transformers' models); another architecture on
+    ``HuggingFaceEmbeddings``.
 
     Args:
         model_folder: A sentence-transformers model folder (safetensors weights).
-        backend: ``torch`` (``HuggingFaceEmbeddings``, fp32) or ``onnx`` (``OnnxEmbeddings``,
-            int8, exported into the cache on first use).
+        backend: ``torch`` (fp32) or ``onnx`` (``OnnxEmbeddings``, int8, exported into the
+            cache on first use).
         batch_size: Texts per forward pass.
         query_prompt: Text put before each query (e.g. ``"query: "`` for e5).
         passage_prompt: Text put before each passage (e.g. ``"passage: "`` for e5).
         half_word_embeddings: torch: keep a BERT's word embeddings in fp16 in memory, as the
-            folder stores them (``ragbrain.e5.half``; the lookup returns fp32).
+            folder stores them (``ragbrain.e5.half``; the lookup returns fp32); ignored on
+            onnx.
 
     Raises:
-        InvalidInputError: ``backend`` is not one of ``BACKENDS``.
+        InvalidInputError: ``backend`` is not one of ``BACKENDS``, or torch with
+            ``half_word_embeddings`` on a folder that is not a BERT.
         MissingExtraError: ``onnx`` without ONNX Runtime or onnx installed.
         OnnxExportError: The ONNX export failed.
+        ModelLoadError: torch: a BERT folder's files are missing or damaged.
     """
     if backend == "onnx":
         from ragbrain.onnx_backend import OnnxEmbeddings
@@ -73,6 +79,33 @@ def load_embeddings(
         )
     if backend != "torch":
         raise InvalidInputError(f"backend {backend!r} is not one of {', '.join(BACKENDS)}.")
+    from ragbrain.sentence import SentenceEmbeddings, is_bert_folder
+
+    if is_bert_folder(model_folder):  # every model ragbrain ships: no sentence-transformers
+        return SentenceEmbeddings(
+            model_folder,
+            batch_size=batch_size,
+            query_prompt=query_prompt,
+            passage_prompt=passage_prompt,
+            half_word_embeddings=half_word_embeddings,
+        )
+    if half_word_embeddings:
+        raise InvalidInputError(
+            f"{model_folder}: half_word_embeddings needs a BERT folder (config.json "
+            "model_type 'bert'); load this model without it."
+        )
+    return _sentence_transformers(
+        model_folder,
+        batch_size=batch_size,
+        query_prompt=query_prompt,
+        passage_prompt=passage_prompt,
+    )
+
+
+def _sentence_transformers(
+    model_folder: Path, *, batch_size: int, query_prompt: str, passage_prompt: str
+) -> Embeddings:
+    """Another architecture than BERT: ``HuggingFaceEmbeddings`` (sentence-transformers)."""
     from langchain_huggingface import HuggingFaceEmbeddings
     from transformers.utils import logging as hf_logging
 
@@ -83,22 +116,9 @@ def load_embeddings(
         passages["prompt"] = passage_prompt
     if query_prompt:
         queries["prompt"] = query_prompt
-    model_kwargs: dict[str, Any] = {"device": "cpu", "local_files_only": True}
-    if not half_word_embeddings:
-        return HuggingFaceEmbeddings(
-            model_name=str(model_folder),
-            model_kwargs=model_kwargs,
-            encode_kwargs=passages,
-            query_encode_kwargs=queries,
-        )
-    from ragbrain.e5.half import fp16_word_embeddings, widen
-
-    with fp16_word_embeddings() as load:
-        loaded = HuggingFaceEmbeddings(
-            model_name=str(model_folder),
-            model_kwargs={**model_kwargs, "model_kwargs": load},
-            encode_kwargs=passages,
-            query_encode_kwargs=queries,
-        )
-    widen(loaded._client[0].auto_model)  # type: ignore[arg-type]
-    return loaded
+    return HuggingFaceEmbeddings(
+        model_name=str(model_folder),
+        model_kwargs={"device": "cpu", "local_files_only": True},
+        encode_kwargs=passages,
+        query_encode_kwargs=queries,
+    )

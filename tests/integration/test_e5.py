@@ -260,5 +260,5 @@ def test_the_word_embeddings_are_stored_and_kept_in_fp16(converted: Path, e5) ->
         manifest["word_embeddings"] == "float16"
         and manifest["converter_version"] == convert.CONVERTER_VERSION
     )
-    table = e5._client[0].auto_model.embeddings.word_embeddings
+    table = e5.model.embeddings.word_embeddings
     assert isinstance(table, HalfEmbedding) and table.weight.dtype == torch.float16

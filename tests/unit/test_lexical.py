@@ -265,3 +265,40 @@ def test_script_counts_count_letters_per_script() -> None:
     counts = script_counts("Hainesと誰が、StripTheoryを考案しましたか?")
     assert counts == {"en": 17, "ja": 11}  # と誰が + を考案しましたか
     assert script_counts("🙂 ...") == {}
+
+
+def test_the_scorer_gives_bm25s_numbers_without_bm25s() -> None:
+    import bm25s
+
+    from ragbrain.lexical.bm25 import Bm25Scorer, score_matrix
+
+    index = build()
+    data, docs, term_ptr = score_matrix(index.flat, index.indptr, len(index.vocab))
+    reference = bm25s.BM25(k1=1.2, b=0.75, method="lucene")
+    reference.scores = {"data": data, "indices": docs, "indptr": term_ptr, "num_docs": len(index)}
+    reference.nonoccurrence_array = None
+    ours = Bm25Scorer(data, docs, term_ptr, len(index))
+    for query in ("expired credentials cache", "backup backup failed", "バックアップ 失敗", ""):
+        terms = index.query_terms(query)
+        got = ours.get_scores_from_ids(terms)
+        assert got.dtype == np.float32
+        assert np.array_equal(got, reference.get_scores_from_ids(terms))
+    assert np.array_equal(ours.get_scores_from_ids([]), np.zeros(len(index), np.float32))
+
+
+@pytest.mark.parametrize("terms", [[10**6], [-1]], ids=["past-the-end", "negative"])
+def test_the_scorer_refuses_term_ids_outside_the_index(terms: list[int]) -> None:
+    from ragbrain.lexical.bm25 import Bm25Scorer, score_matrix
+
+    index = build()
+    scorer = Bm25Scorer(*score_matrix(index.flat, index.indptr, len(index.vocab)), len(index))
+    with pytest.raises(ValueError, match="go beyond the index"):
+        scorer.get_scores_from_ids(terms)
+
+
+def test_the_english_stop_words_are_bm25s_list() -> None:
+    from bm25s.stopwords import STOPWORDS_EN
+
+    from ragbrain.lexical.tokens import ENGLISH_STOP_WORDS
+
+    assert frozenset(STOPWORDS_EN) == ENGLISH_STOP_WORDS

@@ -69,17 +69,20 @@ def query(
         check_location(store, server, create=False)
     except RagbrainError as exc:
         raise fail(exc) from exc
-    from ragbrain.render import print_json, print_run
-    from ragbrain.retriever import CorrectiveRetriever
-    from ragbrain.store.resilience import StorePolicy
+    from ragbrain.cli.loading import loading
 
     try:
-        retriever = CorrectiveRetriever.from_store(
-            store,
-            critic="default" if critic else None,
-            server=server,
-            policy=StorePolicy.from_env(),
-        )
+        with loading():
+            from ragbrain.render import print_json, print_run
+            from ragbrain.retriever import CorrectiveRetriever
+            from ragbrain.store.resilience import StorePolicy
+
+            retriever = CorrectiveRetriever.from_store(
+                store,
+                critic="default" if critic else None,
+                server=server,
+                policy=StorePolicy.from_env(),
+            )
         output = retriever.run(text, k=k, type_filter=type_ or None, filters=filters)
         unknown = retriever.unknown_types(type_ or None)
     except RagbrainError as exc:

@@ -177,22 +177,77 @@ def _base_tensors() -> dict[str, torch.Tensor]:
     return {f"bert.{name}": tensor for name, tensor in base.items()}
 
 
-def build_model(folder: Path, calibration: dict[str, Any]) -> Any:
-    """Build the classifier from ``config.json`` and fill it strictly from safetensors."""
-    from transformers import AutoConfig, AutoModelForSequenceClassification
-    from transformers.utils import logging as hf_logging
+def build_model(folder: Path, calibration: dict[str, Any], *, light: bool = False) -> Any:
+    """Build the classifier from ``config.json`` and fill it strictly from safetensors.
 
-    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    With ``light`` and a fp32 BERT config, the classifier is ``ragbrain.bert.BertClassifier``
+    (the same logits without importing transformers' models: about 2 s of a cold query);
+    otherwise transformers' ``AutoModelForSequenceClassification`` (what training, the ONNX
+    export and other architectures use).
+    """
     config_path = folder / "config.json"
     if not config_path.is_file():
         raise CriticLoadError(f"{config_path}: missing.")
     tensors = read_tensors(folder / WEIGHTS_FILE)
+    if light and _plain_bert(config_path):
+        return _light_model(folder, calibration, tensors)
+    from transformers import AutoConfig, AutoModelForSequenceClassification
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
     try:
         config = AutoConfig.from_pretrained(folder, local_files_only=True)
         model = AutoModelForSequenceClassification.from_config(config)  # type: ignore[no-untyped-call]
     except Exception as exc:  # transformers raises OSError, ValueError, KeyError ...
         raise CriticLoadError(f"{config_path}: not a usable model config ({exc}).") from exc
-    expected = model.state_dict()
+    _check_fit(folder, model.state_dict(), tensors, calibration)
+    model.load_state_dict(tensors, strict=True)
+    return model.eval()
+
+
+def _plain_bert(config_path: Path) -> bool:
+    """Whether ``config_path`` is a fp32 BERT config (one ``BertClassifier`` runs)."""
+    try:
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False  # transformers' loader reports it
+    return (
+        isinstance(config, dict)
+        and config.get("model_type") == "bert"
+        and config.get("dtype", config.get("torch_dtype")) in (None, "float32")
+    )
+
+
+def _light_model(
+    folder: Path, calibration: dict[str, Any], tensors: dict[str, torch.Tensor]
+) -> Any:
+    """``build_model`` on ``ragbrain.bert``, given the tensors as they are."""
+    from ragbrain.bert import BertClassifier, BertShape
+    from ragbrain.errors import ModelLoadError
+
+    config_path = folder / "config.json"
+    try:
+        shape = BertShape.read(config_path)
+    except ModelLoadError as exc:
+        raise CriticLoadError(f"{config_path}: not a usable model config ({exc}).") from exc
+    model = BertClassifier(shape)
+    _check_fit(folder, model.state_dict(), tensors, calibration)
+    model.load_state_dict({k: t.float() for k, t in tensors.items()}, strict=True, assign=True)
+    return model.eval()
+
+
+def _check_fit(
+    folder: Path,
+    expected: dict[str, torch.Tensor],
+    tensors: dict[str, torch.Tensor],
+    calibration: dict[str, Any],
+) -> None:
+    """Add the base model's tensors the folder lacks to ``tensors``, then check that they fit
+    ``expected`` exactly (names and shapes).
+
+    Raises:
+        CriticLoadError: A tensor is missing, unexpected or of another shape.
+    """
     if calibration.get("base") == MINILM_BASE:
         for name, tensor in _base_tensors().items():
             if name in expected and name not in tensors:
@@ -206,11 +261,9 @@ def build_model(folder: Path, calibration: dict[str, Any]) -> Any:
     )
     if missing or unexpected or wrong:
         raise CriticLoadError(
-            f"{folder / WEIGHTS_FILE}: weights do not fit {config_path} "
+            f"{folder / WEIGHTS_FILE}: weights do not fit {folder / 'config.json'} "
             f"(missing {missing[:3]}, unexpected {unexpected[:3]}, wrong shape {wrong[:3]})."
         )
-    model.load_state_dict(tensors, strict=True)
-    return model.eval()
 
 
 def quantized(model: Any) -> Any:

@@ -89,7 +89,9 @@ class TransformerCritic:
         self.activation: str = self.calibration["activation"]
         self.max_length: int = self.calibration.get("max_length", 256)
         self.batch_size = batch_size
-        self.model = build_model(self.folder, self.calibration)
+        self.backend = backend or backend_setting()
+        # torch runs BERT on ragbrain.bert; the ONNX export reads transformers' model.
+        self.model = build_model(self.folder, self.calibration, light=self.backend == "torch")
         check_activation(self.folder, self.activation, int(self.model.config.num_labels))
         # Two copies of the fast tokenizer's engine: one reads whole texts (for the lexical
         # features), the other only joins and cuts (query, passage) pairs.
@@ -97,7 +99,6 @@ class TransformerCritic:
         self._pairs = self._engine()
         self._pairs.enable_truncation(self.max_length, strategy="longest_first")
         self.features = self._features() if "combiner" in self.calibration else None
-        self.backend = backend or backend_setting()
         self.onnx: OnnxCriticModel | None = None
         if self.backend == "onnx":
             self.onnx = OnnxCriticModel(self.folder, self.model, self.calibration)

@@ -112,8 +112,8 @@ def splitter_for(embeddings: Embeddings | None) -> TextSplitter:
 
 
 def tokenizer_engine(embeddings: Embeddings) -> Any:
-    """The ``tokenizers.Tokenizer`` a loaded model encodes with (sentence-transformers' or the
-    ONNX backend's), or None."""
+    """The ``tokenizers.Tokenizer`` a loaded model encodes with (the ``tokenizer`` of
+    ``SentenceEmbeddings`` and of the ONNX backend, or sentence-transformers'), or None."""
     from tokenizers import Tokenizer
 
     client = getattr(embeddings, "_client", None)

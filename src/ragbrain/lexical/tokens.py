@@ -59,11 +59,49 @@ _JA_DROPPED_POS = frozenset({"助詞", "助動詞", "補助記号", "記号", "�
 _local = threading.local()  # Stemmer and SudachiPy tokenizer objects are not thread-safe.
 
 
-@cache
-def _english_stop_words() -> frozenset[str]:
-    from bm25s.stopwords import STOPWORDS_EN
+#: Lucene's English stop set, as bm25s ships it (``bm25s.stopwords.STOPWORDS_EN``; a test
+#: checks they agree): written out here because importing bm25s imports scipy (0.3 s).
+ENGLISH_STOP_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "for",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "such",
+        "that",
+        "the",
+        "their",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "will",
+        "with",
+    ]
+)
 
-    return frozenset(STOPWORDS_EN)
+
+def _english_stop_words() -> frozenset[str]:
+    return ENGLISH_STOP_WORDS
 
 
 @cache
