@@ -244,8 +244,6 @@ class OnnxEmbeddings(Embeddings):
             MissingExtraError: ONNX Runtime or onnx is not installed.
             OnnxExportError: The export failed.
         """
-        from transformers import AutoTokenizer
-
         self.model_name = str(folder)
         self.batch_size = batch_size
         self.query_prompt = query_prompt
@@ -254,8 +252,7 @@ class OnnxEmbeddings(Embeddings):
         self.export_folder = export_embedding_model(source)
         self.session = session(self.export_folder / INT8_FILE)
         self.input_names = [item.name for item in self.session.get_inputs()]
-        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=True)
-        self.tokenizer = _engine(tokenizer, max_length(source, tokenizer))
+        self.tokenizer = _tokenizer(source)
 
     def _encode(self, texts: Sequence[str]) -> list[list[float]]:
         import numpy as np
@@ -283,6 +280,21 @@ class OnnxEmbeddings(Embeddings):
     def embed_query(self, text: str) -> list[float]:
         """The normalized vector of one query (``query_prompt`` first)."""
         return self._encode([self.query_prompt + text])[0]
+
+
+def _tokenizer(folder: Path) -> Any:
+    """The folder's tokenizer engine, cut to the model's window and padded to the longest: read
+    from its ``tokenizer.json`` as ``ragbrain.sentence`` reads it (no transformers import, which
+    is most of a cold start), else from transformers' tokenizer (a folder without one)."""
+    if (folder / "tokenizer.json").is_file():
+        from ragbrain.sentence import tokenizer_of
+
+        positions = int(_json(folder / "config.json").get("max_position_embeddings", 512))
+        return tokenizer_of(folder, positions)
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    return _engine(tokenizer, max_length(folder, tokenizer))
 
 
 def _engine(tokenizer: Any, window: int) -> Any:
