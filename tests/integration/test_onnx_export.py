@@ -130,3 +130,18 @@ def test_critic_scores_agree_on_both_backends(tmp_path: Path) -> None:
         atol=0.02,
     )
     assert onnx_critic.lexical("fox", passages).equal(torch_critic.lexical("fox", passages))
+
+
+@pytest.mark.parametrize("setting", ["onnx", "torch", None], ids=["onnx", "torch", "unset"])
+def test_the_critic_runs_on_torch_whatever_the_backend_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, setting: str | None
+) -> None:
+    from ragbrain.critic import TransformerCritic
+    from tests.support.critic_folders import make_critic
+
+    if setting is None:
+        monkeypatch.delenv("RAGBRAIN_BACKEND", raising=False)
+    else:
+        monkeypatch.setenv("RAGBRAIN_BACKEND", setting)
+    critic = TransformerCritic(make_critic(tmp_path / "critic"))
+    assert critic.backend == "torch" and critic.onnx is None
