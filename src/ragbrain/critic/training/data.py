@@ -179,29 +179,41 @@ def as_retrieved(
     exclude_docs: frozenset[str] = frozenset(),
 ) -> list[QueryCandidates]:
     """The same queries with the candidates the retriever hands its critic at run time: the
-    top ``k`` of its default hybrid search (dense and BM25 fused by RRF, with its language
-    rule), so that a threshold calibrated on them means at run time what it meant on dev.
+    top ``k`` of its default hybrid search (dense and BM25 fused by score as
+    ``ragbrain.lexical.fusion.hybrid_fusion`` fuses them, with its language rule and the store
+    model's BM25 power), so that a threshold calibrated on them means at run time what it
+    meant on dev.
 
     The dense side is searched exactly (``exact_nearest``), as in ``mine``, so calibration is
     as reproducible as mining; relevance comes from ``split``'s qrels, as in ``mine``.
     """
-    from ragbrain.lexical.fusion import CANDIDATES, dense_trusted, fuse_hits, fusion_weights
+    from ragbrain.embeddings import model_name_of
+    from ragbrain.lexical.fusion import (
+        CANDIDATES,
+        DENSE_SHARE,
+        bm25_power,
+        dense_trusted,
+        fuse_scores,
+    )
     from ragbrain.lexical.sync import sync_lexical
 
     index = sync_lexical(store)
+    power = bm25_power(model_name_of(store.embeddings))
     depth = max(k, CANDIDATES)
     nearest = _nearest(store, [item.query for item in items], depth, exclude_docs)
     out: list[QueryCandidates] = []
     for item, row in zip(items, nearest, strict=True):
         relevant = split.relevant(item.query_id) - exclude_docs
-        dense = [doc for doc, _ in row]
         lexical = [
-            hit.id
+            (hit.id, hit.score)
             for hit in index.search(item.query, depth + len(exclude_docs))
             if hit.id not in exclude_docs
         ][:depth]
-        trust = dense_trusted(store, item.query, None)
-        hits = fuse_hits(store, item.query, [dense, lexical], k, fusion_weights(trust))
+        share = DENSE_SHARE if dense_trusted(store, item.query, None) else 0.0
+        mass = index.query_mass(item.query)
+        order = fuse_scores(list(row), lexical, mass, share, power)[:k]
+        found = {hit["id"]: hit for hit in store.hits_by_id(item.query, order)}
+        hits = [found[id_] for id_ in order if id_ in found]
         candidates = tuple(
             Candidate(h["id"], h["text"], h["distance"], h["id"] in relevant) for h in hits
         )
