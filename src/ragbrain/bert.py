@@ -269,7 +269,15 @@ def fill(model: nn.Module, tensors: dict[str, torch.Tensor], source: Path) -> No
     Raises:
         ModelLoadError: A tensor is missing, unexpected or of another shape, naming a few.
     """
-    expected = model.state_dict()
+    problem = misfit(model.state_dict(), tensors)
+    if problem:
+        raise ModelLoadError(f"{source}: weights do not fit the model config ({problem}).")
+    model.load_state_dict(tensors, strict=True, assign=True)
+
+
+def misfit(expected: dict[str, torch.Tensor], tensors: dict[str, torch.Tensor]) -> str | None:
+    """What keeps ``tensors`` from loading into a model whose state is ``expected`` (a few
+    missing, unexpected and wrongly shaped names), or None when every name and shape fits."""
     missing = sorted(set(expected) - set(tensors))
     unexpected = sorted(set(tensors) - set(expected))
     wrong = sorted(
@@ -278,8 +286,5 @@ def fill(model: nn.Module, tensors: dict[str, torch.Tensor], source: Path) -> No
         if tuple(expected[name].shape) != tuple(tensors[name].shape)
     )
     if missing or unexpected or wrong:
-        raise ModelLoadError(
-            f"{source}: weights do not fit the model config (missing {missing[:3]}, "
-            f"unexpected {unexpected[:3]}, wrong shape {wrong[:3]})."
-        )
-    model.load_state_dict(tensors, strict=True, assign=True)
+        return f"missing {missing[:3]}, unexpected {unexpected[:3]}, wrong shape {wrong[:3]}"
+    return None

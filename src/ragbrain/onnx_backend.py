@@ -111,20 +111,13 @@ def pooling_mode(folder: Path) -> str:
     Raises:
         OnnxExportError: The folder pools otherwise (max, weighted, ...).
     """
-    modules = (
-        json.loads((folder / "modules.json").read_text(encoding="utf-8"))
-        if (folder / "modules.json").is_file()
-        else []
-    )
-    for module in modules:
-        if str(module.get("type", "")).endswith("Pooling"):
-            config = _json(folder / module.get("path", "") / "config.json")
-            if config.get("pooling_mode_mean_tokens"):
-                return "mean"
-            if config.get("pooling_mode_cls_token"):
-                return "cls"
-            raise OnnxExportError(f"{folder}: pooling {config} is not mean or cls.")
-    return "mean"
+    from ragbrain.errors import ModelLoadError
+    from ragbrain.sentence import pooling_of
+
+    try:
+        return pooling_of(folder)
+    except ModelLoadError as exc:
+        raise OnnxExportError(str(exc)) from exc
 
 
 def max_length(folder: Path, tokenizer: Any) -> int:

@@ -252,17 +252,12 @@ def _check_fit(
         for name, tensor in _base_tensors().items():
             if name in expected and name not in tensors:
                 tensors[name] = tensor
-    missing = sorted(set(expected) - set(tensors))
-    unexpected = sorted(set(tensors) - set(expected))
-    wrong = sorted(
-        name
-        for name in set(expected) & set(tensors)
-        if tuple(expected[name].shape) != tuple(tensors[name].shape)
-    )
-    if missing or unexpected or wrong:
+    from ragbrain.bert import misfit
+
+    problem = misfit(expected, tensors)
+    if problem:
         raise CriticLoadError(
-            f"{folder / WEIGHTS_FILE}: weights do not fit {folder / 'config.json'} "
-            f"(missing {missing[:3]}, unexpected {unexpected[:3]}, wrong shape {wrong[:3]})."
+            f"{folder / WEIGHTS_FILE}: weights do not fit {folder / 'config.json'} ({problem})."
         )
 
 
