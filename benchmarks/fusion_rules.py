@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import save, say
-from benchmarks.lodo import ORDER, SUBCORPUS_QUERIES
-from benchmarks.lodo_data import Record, SetData, load_role, subcorpus
+from benchmarks.lodo_data import Record, SetData
 
 Ranker = Callable[[Record], list[str]]
 JUDGE_K = 10
@@ -219,30 +218,15 @@ def choose(fit: Sequence[SetData], candidates: dict[str, Ranker]) -> tuple[str, 
 
 def load(args: argparse.Namespace) -> tuple[dict[str, SetData], dict[str, SetData], Any]:
     """Every set's test and fit records, as ``benchmarks.lodo`` loads them."""
+    from benchmarks.lodo import load_sets
     from ragbrain.critic.folder import default_critic_path
     from ragbrain.critic.model import TransformerCritic
     from ragbrain.embeddings import EMBEDDING_CHOICES
-    from ragbrain.evaluation.lodo import data_sets, folds, splits_of
+    from ragbrain.evaluation.lodo import folds
 
     model = EMBEDDING_CHOICES[args.embedding]
     critic = TransformerCritic(default_critic_path()).for_model(model)
-    sub_docs = {n: int(d) for n, _, d in (item.partition("=") for item in args.subcorpus)}
-    found = data_sets(args.data_root)
-    names = [n for n in ORDER if n in found and (args.only is None or n in args.only)]
-    splits = {n: splits_of(found[n]) for n in names}
-    test: dict[str, SetData] = {}
-    fit: dict[str, SetData] = {}
-    for name in names:
-        fit_splits = [s for s in ("train", "dev") if s in splits[name]]
-        root = args.data_root
-        if name in sub_docs:
-            sampled: list[tuple[Sequence[str], int]] = [
-                (["test"], SUBCORPUS_QUERIES[0]),
-                (fit_splits, SUBCORPUS_QUERIES[1]),
-            ]
-            root = subcorpus(root, name, sampled, sub_docs[name])
-        test[name] = load_role(root, name, ["test"], args.test_queries, critic, model=model)
-        fit[name] = load_role(root, name, fit_splits, args.fit_queries, critic, model=model)
+    _, splits, test, fit = load_sets(args, critic, model)
     return test, fit, folds(splits)
 
 

@@ -598,6 +598,33 @@ def _arguments() -> argparse.Namespace:
     return parser.parse_args()
 
 
+def load_sets(
+    args: argparse.Namespace, critic: TransformerCritic, model: str
+) -> tuple[list[str], dict[str, list[str]], dict[str, SetData], dict[str, SetData]]:
+    """The sets of ``args`` (``--data-root``, ``--only``, ``--subcorpus``, the query counts)
+    in ``ORDER``, their splits, and each one's sampled test and fit records (cached)."""
+    from ragbrain.evaluation.lodo import data_sets, splits_of
+
+    sub_docs = {n: int(d) for n, _, d in (item.partition("=") for item in args.subcorpus)}
+    found = data_sets(args.data_root)
+    names = [n for n in ORDER if n in found and (args.only is None or n in args.only)]
+    splits = {n: splits_of(found[n]) for n in names}
+    test: dict[str, SetData] = {}
+    fit: dict[str, SetData] = {}
+    for name in names:
+        fit_splits = [s for s in ("train", "dev") if s in splits[name]]
+        root = args.data_root
+        if name in sub_docs:
+            sampled: list[tuple[Sequence[str], int]] = [
+                (["test"], SUBCORPUS_QUERIES[0]),
+                (fit_splits, SUBCORPUS_QUERIES[1]),
+            ]
+            root = subcorpus(root, name, sampled, sub_docs[name])
+        test[name] = load_role(root, name, ["test"], args.test_queries, critic, model=model)
+        fit[name] = load_role(root, name, fit_splits, args.fit_queries, critic, model=model)
+    return names, splits, test, fit
+
+
 def main() -> None:
     """Fit each fold, judge its held-apart set, write results/lodo.{json,md}."""
     args = _arguments()
@@ -606,25 +633,14 @@ def main() -> None:
     from ragbrain.critic.folder import default_critic_path
     from ragbrain.critic.model import TransformerCritic
     from ragbrain.embeddings import EMBEDDING_CHOICES
-    from ragbrain.evaluation.lodo import data_sets, folds, splits_of
+    from ragbrain.evaluation.lodo import folds
     from ragbrain.evaluation.missing import split_missing
 
     model = EMBEDDING_CHOICES[args.embedding]
     critic = TransformerCritic(default_critic_path()).for_model(model)
-    found = data_sets(args.data_root)
-    names = [n for n in ORDER if n in found and (args.only is None or n in args.only)]
-    splits = {n: splits_of(found[n]) for n in names}
-    test: dict[str, SetData] = {}
-    fit: dict[str, SetData] = {}
+    names, splits, test, fit = load_sets(args, critic, model)
     scenarios: dict[str, MissingAnswer] = {}
     for name in names:
-        fit_splits = [s for s in ("train", "dev") if s in splits[name]]
-        root = args.data_root
-        if name in sub_docs:
-            sampled = [(["test"], SUBCORPUS_QUERIES[0]), (fit_splits, SUBCORPUS_QUERIES[1])]
-            root = subcorpus(root, name, sampled, sub_docs[name])
-        test[name] = load_role(root, name, ["test"], args.test_queries, critic, model=model)
-        fit[name] = load_role(root, name, fit_splits, args.fit_queries, critic, model=model)
         scenarios[name] = split_missing(
             {r.id: r.qrels for r in test[name].records}, [r.id for r in test[name].records]
         )
