@@ -21,8 +21,9 @@ def test_ingest_then_query_as_json(notes_dir: Path, tmp_path: Path) -> None:
     first = runner.invoke(app, ["ingest", str(notes_dir), "--store", store])
     assert first.exit_code == 0, first.output
     assert "6 files: 6 chunks added, 0 unchanged, 0 deleted" in first.stdout
-    again = runner.invoke(app, ["ingest", str(notes_dir), "--store", store])
+    again = runner.invoke(app, ["ingest", str(notes_dir), "--store", store, "--check-index"])
     assert "0 chunks added, 6 unchanged, 0 deleted" in again.stdout
+    assert "restored" not in again.stdout  # every chunk was found by its own vector
 
     result = runner.invoke(
         app, ["query", "why did the nightly backup fail", "--store", store, "--json", "--k", "2"]

@@ -6,7 +6,7 @@ import hashlib
 import math
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.embeddings import Embeddings
 
@@ -83,3 +83,23 @@ def write_behind_its_back(store: Store, id_: str, text: str, type_: str) -> None
         metadatas=[{"type": type_}],
         embeddings=store.embeddings.embed_documents([text]),
     )
+
+
+class CutOff:
+    """A collection whose graph search never reaches one chunk (asking for every chunk,
+    Chroma compares with each one, so that listing still finds it)."""
+
+    def __init__(self, collection: Any, lost: str) -> None:
+        self._collection, self.lost = collection, lost
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._collection, name)
+
+    def query(self, **kwargs: Any) -> Any:
+        got = self._collection.query(**kwargs)
+        if kwargs["n_results"] < self._collection.count():
+            for row, ids in enumerate(got["ids"]):
+                keep = [i for i, id_ in enumerate(ids) if id_ != self.lost]
+                for key in ("ids", "distances"):
+                    got[key][row] = [got[key][row][i] for i in keep]
+        return got

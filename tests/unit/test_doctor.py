@@ -7,9 +7,11 @@ from pathlib import Path
 import pytest
 
 from ragbrain.doctor import Finding, diagnose
+from ragbrain.doctor.vectors import check_reach
 from ragbrain.store import COLLECTION, Store
 from ragbrain.store.connect import embedded_client as _client
-from tests.support.fakes import BagOfWordsEmbeddings
+from ragbrain.store.resilience import StorePolicy
+from tests.support.fakes import BagOfWordsEmbeddings, CutOff
 
 
 def problems(findings: list[Finding]) -> dict[str, Finding]:
@@ -28,6 +30,18 @@ def test_a_healthy_store_passes(fake_store: Store) -> None:
         "none (nothing to check)",
         f"lexical.npz holds the same {fake_store.count()} chunks",
     )
+
+
+def test_a_chunk_no_search_reaches_is_named_with_the_fix(fake_store: Store) -> None:
+    ids = fake_store.all_ids()
+    checks = {f.check: f.message for f in diagnose(fake_store.location) if f.ok}
+    assert checks["index reach"] == f"all {len(ids)} chunks found by their own vectors"
+    cut = CutOff(fake_store.collection, ids[1])
+    finding = check_reach(cut, ids, StorePolicy(), "--store s")  # type: ignore[arg-type]
+    assert not finding.ok
+    assert finding.message.startswith(f"1 of {len(ids)} chunks are in the vector index but no")
+    assert ids[1] in finding.message
+    assert finding.fix == "`ragbrain ingest NOTES_DIR --store s --check-index` writes them back"
 
 
 def test_missing_store_says_how_to_create_one(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ import pytest
 from ragbrain.ingest import find_notes, ingest
 from ragbrain.ingest.files import split_front_matter
 from ragbrain.store import Store
-from tests.support.fakes import NOTES
+from tests.support.fakes import NOTES, CutOff
 
 
 def snapshot(store: Store) -> dict[str, tuple[str, str]]:
@@ -27,6 +27,17 @@ def test_second_run_changes_nothing(fake_store: Store, notes_dir: Path) -> None:
     report = ingest(notes_dir, fake_store)
     assert (report.added, report.deleted, report.unchanged) == (0, 0, len(before))
     assert snapshot(fake_store) == before
+
+
+def test_check_index_writes_back_a_chunk_no_search_reaches(
+    fake_store: Store, notes_dir: Path
+) -> None:
+    lost = sorted(fake_store.all_ids())[2]
+    fake_store.collection = CutOff(fake_store.collection, lost)  # type: ignore[assignment]
+    assert ingest(notes_dir, fake_store).restored == 0  # the listing alone still sees it
+    report = ingest(notes_dir, fake_store, check_index=True)
+    assert report.restored == 1 and "1 restored to the vector index" in report.summary()
+    assert (report.added, report.deleted) == (0, 0)
 
 
 def test_changed_file_replaces_its_chunks(fake_store: Store, notes_dir: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,8 +25,10 @@ from ragbrain.errors import (
     StoreUnavailableError,
 )
 from ragbrain.store import Store, parse_server_url
+from ragbrain.store.keys import LOCK_FILE
+from ragbrain.store.repair import restore_missing_vectors, unreachable_vectors, writer_lock
 from ragbrain.store.resilience import StorePolicy, attempt_timeout, call, is_transient
-from tests.support.fakes import BagOfWordsEmbeddings
+from tests.support.fakes import BagOfWordsEmbeddings, CutOff
 
 pytestmark = pytest.mark.faults
 
@@ -215,3 +218,41 @@ def test_restoring_vectors_leaves_an_intact_index_alone(tmp_path: Path) -> None:
     before = store.version()
     assert store.restore_missing_vectors() == []
     assert store.version() == before  # nothing written
+
+
+def test_the_lock_file_tells_a_killed_writer_from_one_that_let_go(tmp_path: Path) -> None:
+    store = Store.open(tmp_path / "s", BagOfWordsEmbeddings(), create=True)
+    lock = tmp_path / "s" / LOCK_FILE
+    with writer_lock(tmp_path / "s") as interrupted:
+        assert not interrupted  # a new store
+        assert lock.read_text() == str(os.getpid())  # named while writing
+    assert lock.read_text() == ""  # emptied on letting go
+    with pytest.raises(RuntimeError), writer_lock(tmp_path / "s"):
+        raise RuntimeError("an error is no kill")
+    assert lock.read_text() == ""
+    lock.write_text("4242")  # what a writer killed inside its lock leaves
+    with writer_lock(tmp_path / "s") as interrupted:
+        assert interrupted
+    with store.writing():
+        assert not store._writer_interrupted
+
+
+def test_after_a_killed_writer_a_chunk_no_search_reaches_is_written_back(tmp_path: Path) -> None:
+    store = Store.open(tmp_path / "s", BagOfWordsEmbeddings(), create=True)
+    texts = [f"note {i} about redis cache and helm deploy {i % 7} {i}" for i in range(40)]
+    ids = [f"c{i}" for i in range(40)]
+    store.upsert(
+        ids, texts, [{"type": "bug"} for _ in texts], store.embeddings.embed_documents(texts)
+    )
+    store.upsert(
+        ["twin"], [texts[0]], [{"type": "bug"}], store.embeddings.embed_documents(texts[:1])
+    )
+    store.collection = CutOff(store.collection, "c7")  # type: ignore[assignment]
+    assert restore_missing_vectors(store) == []  # the listing alone sees it indexed
+    assert unreachable_vectors(store.collection, [*ids, "twin"], store.call) == [
+        "c7"
+    ]  # c0 and its twin tie
+    (tmp_path / "s" / LOCK_FILE).write_text("4242")
+    with store.writing():
+        assert store.restore_missing_vectors() == ["c7"]
+    assert store.collection.get(ids=["c7"])["documents"] == [texts[7]]  # written back whole

@@ -69,6 +69,14 @@ def ingest(
             "folder it was ingested from (built beside it, swapped in when complete).",
         ),
     ] = False,
+    check_index: Annotated[
+        bool,
+        typer.Option(
+            "--check-index",
+            help="Search every chunk by its own vector first and write back those no search "
+            "reaches (done anyway after a killed writer; `ragbrain doctor` tells).",
+        ),
+    ] = False,
 ) -> None:
     """Add, update and (with --prune, the default) remove notes in the store."""
     from ragbrain.ingest import ingest as run_ingest
@@ -98,6 +106,7 @@ def ingest(
                 progress=progress,
                 exclude=exclude or (),
                 include=include or (),
+                check_index=check_index,
             )
     except (RagbrainError, FileNotFoundError) as exc:
         if created and folder is not None:  # a failed first ingest leaves no store behind

@@ -14,7 +14,12 @@ from ragbrain.doctor.chunks import (
 )
 from ragbrain.doctor.finding import Finding
 from ragbrain.doctor.lexical import check_lexical
-from ragbrain.doctor.vectors import check_dimension, check_self_retrieval, check_space
+from ragbrain.doctor.vectors import (
+    check_dimension,
+    check_reach,
+    check_self_retrieval,
+    check_space,
+)
 from ragbrain.embeddings import DEFAULT_EMBEDDING_MODEL, EMBEDDING_CHOICES, embeddings_for
 from ragbrain.errors import StoreNotFoundError, StoreUnavailableError
 from ragbrain.store import COLLECTION, MODEL_KEY, connect
@@ -38,8 +43,8 @@ def diagnose(
     Checks: it can be reached; its distance space; the dimension and model recorded at
     creation against the vectors and against ``embeddings`` (the model queries will use);
     the chunk counts and metadata (no two chunks claim one place in one file); that a sample
-    of chunks finds itself first when its text is searched; the lexical index, when there is
-    one, holds exactly the store's chunks.
+    of chunks finds itself first when its text is searched, and every chunk when its stored
+    vector is; the lexical index, when there is one, holds exactly the store's chunks.
 
     With ``store_model`` and no ``embeddings``, queries use the model the store records
     (as every reader does). A store of all-MiniLM-L6-v2 whose chunks are mostly not English
@@ -73,6 +78,8 @@ def diagnose(
         findings.append(check_languages(metadatas, hint))
     if embeddings is not None and dimension_ok and metadatas:
         findings.append(check_self_retrieval(collection, embeddings, policy, sample))
+    if dimension_ok and metadatas:
+        findings.append(check_reach(collection, list(metadatas), policy, hint))
     findings.append(check_lexical(folder, set(metadatas)))
     if metadatas:
         findings.append(list_types(metadatas))

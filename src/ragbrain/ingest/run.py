@@ -68,6 +68,7 @@ def ingest(
     root: str | Path | None = None,
     exclude: Sequence[str] = (),
     include: Sequence[str] = (),
+    check_index: bool = False,
 ) -> IngestReport:
     """Ingest a file or a folder (recursively) into ``store``.
 
@@ -88,6 +89,9 @@ def ingest(
             ``.gitignore`` and ``.ragbrainignore`` files (see ``ragbrain.ingest.ignore``).
         include: Gitignore patterns; when given, only matching files are ingested.
             Chunks of files left out are pruned like those of deleted files.
+        check_index: First search every chunk by its own vector and write back those no
+            search reaches (``Store.restore_missing_vectors``); done anyway after a killed
+            writer.
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
@@ -105,12 +109,13 @@ def ingest(
     # One writer at a time: a second `ragbrain ingest` on the same folder fails at once
     # with StoreLockedError instead of interleaving its writes and deletes with ours.
     with store.writing():
-        # A process killed after writing can leave chunks out of Chroma's vector index.
-        report.restored = len(store.restore_missing_vectors())
+        # A process killed after writing can leave chunks out of Chroma's vector index, or
+        # in it but out of every search's reach.
+        report.restored = len(store.restore_missing_vectors(thorough=check_index or None))
         if report.restored:
             log.warning(
-                "%d chunks of %s were missing from its vector index (a writer was killed?) "
-                "and are written again from their stored vectors.",
+                "%d chunks of %s were missing from its vector index or out of every search's "
+                "reach (a writer was killed?) and are written again from their stored vectors.",
                 report.restored,
                 store.location,
             )

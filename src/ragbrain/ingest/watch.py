@@ -168,7 +168,8 @@ class Watcher:
             # Checked again after the first full pass: after a watcher was killed inside an
             # update, a chunk could still be missing from Chroma's vector index once the
             # ingest's own repair (before its writes) had run (seen in the SIGKILL test,
-            # about one start in three); one more listing finds and restores it.
+            # about one start in three); one more check finds and restores it (a thorough
+            # one, searching every chunk, while the store's last writer counts as killed).
             restored = self.store.restore_missing_vectors()
             if restored:
                 log.warning(

@@ -70,6 +70,7 @@ class Store:
         self.policy = policy or StorePolicy()
         self.folder = folder  # None for a server-backed store
         self._lock = threading.Lock()
+        self._writer_interrupted = False  # see ``writing``
         self._embed_query = lru_cache(maxsize=256)(self._embed_query_uncached)
         self._type_index = TypeIndex(
             collection, cache_folder=self.sidecar("type-vectors"), version=self.version
@@ -153,21 +154,37 @@ class Store:
         """Run one Chroma operation under the store's deadline and retry policy."""
         return call(self.policy, f"{what} ({self.location})", fn)
 
-    def writing(self) -> contextlib.AbstractContextManager[None]:
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
         """Hold the store's writer lock (embedded stores only; a server orders writes itself).
+
+        Finding that the last writer was killed while writing makes this store's next
+        ``restore_missing_vectors`` calls thorough, until one finds the index whole.
 
         Raises:
             StoreLockedError: Another process is writing to the same store folder.
         """
-        return writer_lock(self.folder)
+        with writer_lock(self.folder) as interrupted:
+            if interrupted:
+                self._writer_interrupted = True
+            yield
 
-    def restore_missing_vectors(self) -> list[str]:
-        """Write back the chunks Chroma's vector index lost in a crash (``repair``).
+    def restore_missing_vectors(self, thorough: bool | None = None) -> list[str]:
+        """Write back the chunks Chroma's vector index lost in a crash (``repair``): those it
+        lacks, and with ``thorough`` those it holds but no search reaches.
+
+        Args:
+            thorough: Also search every chunk by its own vector (``repair.unreachable_vectors``);
+                None: when ``writing`` found that the last writer was killed.
 
         Returns:
             The ids written back.
         """
-        return restore_missing_vectors(self)
+        automatic = thorough is None and self._writer_interrupted
+        restored = restore_missing_vectors(self, unreachable=bool(thorough) or automatic)
+        if automatic and not restored:
+            self._writer_interrupted = False
+        return restored
 
     def embed_query(self, query: str) -> tuple[float, ...]:
         """The query's vector as searches use it: from a small per-store cache, checked to be
