@@ -34,7 +34,7 @@ def keep_mask(scores: Sequence[float], threshold: float) -> list[bool]:
 
 
 def threshold_label(critic: Critic, threshold: float) -> str:
-    """How the trace and the stats name a critic's cut: ``threshold 0.067``, plus ``, with
+    """How the trace and the stats name a critic's cut: ``threshold 0.065``, plus ``, with
     distance`` when the critic reads the hits' distances (``TransformerCritic.uses_distance``)."""
     with_distance = ", with distance" if getattr(critic, "uses_distance", False) else ""
     return f"threshold {threshold:.3f}{with_distance}"
