@@ -25,7 +25,7 @@ from ragbrain.ingest.update import apply_changes
 from ragbrain.ingest.watch import Debouncer, Watcher, wanted
 from ragbrain.store import Store
 from tests.integration.test_crash_resume import clean_run, mutate, write_notes
-from tests.support.fakes import NOTES, BagOfWordsEmbeddings
+from tests.support.fakes import NOTES, BagOfWordsEmbeddings, CutOff
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 20.0  # seconds a condition may take to come true before the test fails
@@ -271,6 +271,16 @@ PATTERNS = [
     {"include": ["**/*.md"], "exclude": ["/howto/"]},
 ]
 PATTERN_IDS = ["exclude-folder", "exclude-then-take-back", "include", "include-and-exclude"]
+
+
+def test_the_first_pass_writes_back_a_chunk_no_search_reaches(
+    notes_dir: Path, fake_store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    lost = sorted(fake_store.all_ids())[1]
+    fake_store.collection = CutOff(fake_store.collection, lost)  # type: ignore[assignment]
+    with caplog.at_level("WARNING", logger="ragbrain.ingest.watch"):
+        Watcher([notes_dir], fake_store).initial()  # no killed writer: checked all the same
+    assert "restored 1 chunks to the vector index after the first pass" in caplog.text
 
 
 @pytest.mark.parametrize("options", PATTERNS, ids=PATTERN_IDS)

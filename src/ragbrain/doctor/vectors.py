@@ -133,7 +133,7 @@ def check_self_retrieval(
 
 
 #: Beyond this many chunks the reach check searches an even spread of this many (one search
-#: per chunk: about 2.5 s for 10k on 2 cores).
+#: per chunk: about 3.7 s for 10k on 2 cores).
 REACH_LIMIT = 20_000
 
 
