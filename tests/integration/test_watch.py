@@ -21,6 +21,7 @@ import pytest
 from ragbrain.errors import InvalidInputError, StoreLockedError
 from ragbrain.ingest import ingest
 from ragbrain.ingest import update as update_module
+from ragbrain.ingest import watch as watch_module
 from ragbrain.ingest.update import apply_changes
 from ragbrain.ingest.watch import Debouncer, Watcher, wanted
 from ragbrain.store import Store
@@ -274,13 +275,19 @@ PATTERN_IDS = ["exclude-folder", "exclude-then-take-back", "include", "include-a
 
 
 def test_the_first_pass_writes_back_a_chunk_no_search_reaches(
-    notes_dir: Path, fake_store: Store, caplog: pytest.LogCaptureFixture
+    notes_dir: Path,
+    fake_store: Store,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     lost = sorted(fake_store.all_ids())[1]
     fake_store.collection = CutOff(fake_store.collection, lost)  # type: ignore[assignment]
+    monkeypatch.setattr(watch_module, "LONG_CHECK", 0)  # a large store says what it does
+    lines: list[str] = []
     with caplog.at_level("WARNING", logger="ragbrain.ingest.watch"):
-        Watcher([notes_dir], fake_store).initial()  # no killed writer: checked all the same
+        Watcher([notes_dir], fake_store, status=lines.append).initial()  # no killed writer
     assert "restored 1 chunks to the vector index after the first pass" in caplog.text
+    assert lines == [f"checking that the index reaches each of the {fake_store.count()} chunks"]
 
 
 @pytest.mark.parametrize("options", PATTERNS, ids=PATTERN_IDS)
