@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Sequence
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 from benchmarks.common import save, say
@@ -232,13 +231,9 @@ def load(args: argparse.Namespace) -> tuple[dict[str, SetData], dict[str, SetDat
 
 def _arguments() -> argparse.Namespace:
     """The command line."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-root", type=Path, default=Path("../shared/data"))
-    parser.add_argument("--test-queries", type=int, default=300)
-    parser.add_argument("--fit-queries", type=int, default=200)
-    parser.add_argument("--only", nargs="*", default=None, help="Data sets to include.")
-    parser.add_argument("--subcorpus", nargs="*", default=[], metavar="SET=DOCS")
-    parser.add_argument("--embedding", default="minilm", choices=("minilm", "e5-small"))
+    from benchmarks.lodo import set_arguments
+
+    parser = set_arguments(argparse.ArgumentParser(description=__doc__.splitlines()[0]))
     parser.add_argument("--name", default=None)
     parser.add_argument("--load-only", action="store_true", help="Build the caches and stop.")
     return parser.parse_args()

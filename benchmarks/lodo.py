@@ -563,9 +563,8 @@ def held_out(
     }
 
 
-def _arguments() -> argparse.Namespace:
-    """The command line."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def set_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the options that pick the sets and their queries (``load_sets`` reads them)."""
     parser.add_argument("--data-root", type=Path, default=Path("../shared/data"))
     parser.add_argument("--test-queries", type=int, default=300)
     parser.add_argument("--fit-queries", type=int, default=200)
@@ -579,6 +578,18 @@ def _arguments() -> argparse.Namespace:
         "(benchmarks.lodo_data.subcorpus): too big to embed on this machine.",
     )
     parser.add_argument(
+        "--embedding",
+        default="minilm",
+        choices=("minilm", "e5-small"),
+        help="The stores' embedding model (results/lodo.* for minilm, results/lodo-e5.* else).",
+    )
+    return parser
+
+
+def _arguments() -> argparse.Namespace:
+    """The command line."""
+    parser = set_arguments(argparse.ArgumentParser(description=__doc__.splitlines()[0]))
+    parser.add_argument(
         "--name", default=None, help="Results file name (default lodo, or lodo-e5 for e5-small)."
     )
     parser.add_argument(
@@ -588,12 +599,6 @@ def _arguments() -> argparse.Namespace:
         metavar="CRITIC",
         help="Write the layer fit on every set (columns chosen LODO-nested, threshold by the "
         "shipped rule) into this critic folder as its distance layer for the stores' model.",
-    )
-    parser.add_argument(
-        "--embedding",
-        default="minilm",
-        choices=("minilm", "e5-small"),
-        help="The stores' embedding model (results/lodo.* for minilm, results/lodo-e5.* else).",
     )
     return parser.parse_args()
 

@@ -20,33 +20,13 @@ import argparse
 import json
 import shutil
 from pathlib import Path
-from typing import Any
 
 from ragbrain.critic.folder import WITH_DISTANCE, default_critic_path, read_calibration
-from ragbrain.critic.training.data import QueryCandidates, as_retrieved, is_dev
 from ragbrain.critic.training.recalibrate import recalibrate
 from ragbrain.critic.training.recipe import Recipe
 from ragbrain.critic.training.save import write_calibration
-from ragbrain.critic.training.sources import _open, sample_queries
+from ragbrain.critic.training.sources import retrieved_lists
 from ragbrain.embeddings import default_embeddings, model_name_of
-
-
-def dev_lists(
-    folders: list[Path], recipe: Recipe
-) -> tuple[list[QueryCandidates], dict[str, dict[str, Any]]]:
-    """The retriever's top ``eval_k`` for the dev queries `critic train` drew from each
-    folder (the same sample, seed and dev fraction), with where they came from."""
-    embeddings = default_embeddings()
-    lists: list[QueryCandidates] = []
-    sources: dict[str, dict[str, Any]] = {}
-    for index, given in enumerate(folders):
-        folder, split_name, split, store = _open(given, embeddings, lambda _label: None)
-        ids = sample_queries(split.queries, recipe, recipe.seed + index)
-        dev = [q for q in ids if is_dev(split.name, q, recipe.dev_fraction, recipe.seed)]
-        queries = [QueryCandidates(split.name, q, split.queries[q], (), (), ()) for q in dev]
-        lists += as_retrieved(split, store, queries, k=recipe.eval_k)
-        sources[split.name] = {"folder": str(folder), "split": split_name, "dev_queries": len(dev)}
-    return lists, sources
 
 
 def main() -> None:
@@ -61,14 +41,15 @@ def main() -> None:
     shipped = default_critic_path()
     before = json.loads((shipped / "calibration.json").read_text())
     recipe = Recipe(**before["recipe"])
-    lists, sources = dev_lists(args.data, recipe)
+    embeddings = default_embeddings()
+    lists, sources = retrieved_lists(args.data, embeddings, recipe, dev_only=True)
     after = recalibrate(
         shipped,
         lists,
         args.out,
         recipe,
         sources={"by": "python -m benchmarks.refit_shipped_layers", **sources},
-        embedding_model=model_name_of(default_embeddings()),
+        embedding_model=model_name_of(embeddings),
     )
     for name, old, new in (
         ("plain", before, after),

@@ -320,6 +320,7 @@ def _labelled_folder(root: Path) -> Path:
 def test_recalibrating_refits_the_layers_and_keeps_the_weights(
     trained: Path, tmp_path: Path
 ) -> None:
+    from ragbrain.critic.training.data import is_dev
     from ragbrain.critic.training.recalibrate import recalibrate
     from ragbrain.critic.training.sources import retrieved_lists
     from tests.support.fakes import BagOfWordsEmbeddings
@@ -327,6 +328,12 @@ def test_recalibrating_refits_the_layers_and_keeps_the_weights(
     folder = _labelled_folder(tmp_path / "tiny")
     lists, sources = retrieved_lists([folder], BagOfWordsEmbeddings(), RECIPE)
     assert sources["tiny"]["queries"] == len(lists) > 0
+    dev, _ = retrieved_lists([folder], BagOfWordsEmbeddings(), RECIPE, dev_only=True)
+    assert [item.query_id for item in dev] == [
+        item.query_id
+        for item in lists
+        if is_dev("tiny", item.query_id, RECIPE.dev_fraction, RECIPE.seed)
+    ]
     assert all(0 < len(item.candidates) <= RECIPE.eval_k for item in lists)
     out = tmp_path / "recalibrated"
     calibration = recalibrate(

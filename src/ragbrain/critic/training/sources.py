@@ -170,10 +170,13 @@ def retrieved_lists(
     recipe: Recipe,
     *,
     stage: Stage = lambda _label: None,
+    dev_only: bool = False,
 ) -> tuple[list[QueryCandidates], dict[str, dict[str, int | str]]]:
     """What ``critic calibrate`` fits a critic's layers on: for up to ``recipe.max_queries``
     queries of each folder's train split (``DIR@SPLIT``: another non-test split), the
     retriever's hybrid top ``eval_k`` with the qrels' relevance, and where they came from.
+    With ``dev_only``, only the queries ``critic train`` holds apart as dev with the same
+    recipe (``is_dev``): those a critic trained on these folders never trained on.
 
     Raises:
         DataSetError: A folder is not a valid BEIR folder with that split.
@@ -184,6 +187,8 @@ def retrieved_lists(
     for index, given in enumerate(folders):
         folder, split_name, split, store = _open(given, embeddings, stage)
         ids = sample_queries(split.queries, recipe, recipe.seed + index)
+        if dev_only:
+            ids = [q for q in ids if is_dev(split.name, q, recipe.dev_fraction, recipe.seed)]
         queries = [QueryCandidates(split.name, q, split.queries[q], (), (), ()) for q in ids]
         lists += as_retrieved(split, store, queries, k=recipe.eval_k)
         sources[split.name] = {"folder": str(folder), "split": split_name, "queries": len(ids)}
