@@ -4,7 +4,8 @@ queries, alternated in one run; resident memory of a fresh process with each mod
 
 Notes: ``--notes`` documents of each set (seeded sample), one Markdown file each (``# title``
 and the text), written to a temporary folder. Each round ingests every folder into a fresh
-store with each model, the order of the models alternating between rounds.
+store with each model, the order of the models alternating between rounds. Both models run
+on ``$RAGBRAIN_BACKEND`` (results ``e5_speed.md``; on onnx ``e5_speed-onnx.md``).
 
     nice -n 10 python -m benchmarks.e5_speed --data-root ../shared/data \
         --sets scifact iapp_th_ret --notes 200 --queries 40 --rounds 2
@@ -38,6 +39,9 @@ texts = json.loads(sys.stdin.read())
 if model == 'minilm':
     from ragbrain.embeddings import default_embeddings
     emb = default_embeddings()
+elif model == 'e5':  # as a store opens it, on $RAGBRAIN_BACKEND
+    from ragbrain.embeddings import e5_embeddings
+    emb = e5_embeddings()
 else:
     from ragbrain.backend import load_embeddings
     emb = load_embeddings(Path(folder), 'torch', query_prompt='query: ', passage_prompt='passage: ',
@@ -53,7 +57,11 @@ vectors = np.asarray(emb.embed_documents(texts))
 batch = rss()
 from ragbrain.heap import give_back_freed_memory
 give_back_freed_memory()
-print(json.dumps({'reader': reader, 'loaded': loaded, 'after_batch': batch, 'given_back': rss(),
+given_back = rss()
+from ragbrain.factory import resolve_critic  # what a reader also holds: the critic, on torch
+resolve_critic('default')
+print(json.dumps({'reader': reader, 'loaded': loaded, 'after_batch': batch,
+                  'given_back': given_back, 'with_critic': rss(),
                   'vectors': vectors.round(7).tolist()}))
 """
 
@@ -135,11 +143,17 @@ def time_ingests(
 
 FP32 = "e5-small, fp32 word embeddings (converter v2 layout)"
 FP16 = "e5-small, fp16 word embeddings (shipped)"
+ONNX = "e5-small (onnx int8)"
+KEYS = ("reader", "loaded", "after_batch", "given_back", "with_critic")
 
 
-def measure_memory(texts: list[str], tmp: Path) -> dict[str, Any]:
-    """``probe`` of MiniLM, e5-small as shipped and e5-small with an fp32 word-embedding
-    table, and the cosine between the two e5-small variants' vectors."""
+def measure_memory(texts: list[str], tmp: Path, backend: str) -> dict[str, Any]:
+    """``probe`` of each model on ``backend``. On torch: MiniLM, e5-small as shipped and
+    e5-small with an fp32 word-embedding table, and the cosine between the two e5-small
+    variants' vectors; on onnx: MiniLM and e5-small as a store opens them."""
+    if backend == "onnx":
+        runs = {"minilm": probe("minilm", None, texts), ONNX: probe("e5", None, texts)}
+        return {k: {m: v[m] for m in KEYS} for k, v in runs.items()}
     import numpy as np
 
     from ragbrain.e5 import convert
@@ -153,8 +167,7 @@ def measure_memory(texts: list[str], tmp: Path) -> dict[str, Any]:
         FP16: probe("e5-half", convert.model_folder(), texts),
     }
     cosines = np.sum(np.asarray(runs[FP32]["vectors"]) * np.asarray(runs[FP16]["vectors"]), axis=1)
-    keys = ("reader", "loaded", "after_batch", "given_back")
-    memory: dict[str, Any] = {k: {m: v[m] for m in keys} for k, v in runs.items()}
+    memory: dict[str, Any] = {k: {m: v[m] for m in KEYS} for k, v in runs.items()}
     memory["fp16_vs_fp32_table"] = {
         "texts": len(texts),
         "min_cosine": round(float(cosines.min()), 7),
@@ -163,12 +176,13 @@ def measure_memory(texts: list[str], tmp: Path) -> dict[str, Any]:
     return memory
 
 
-def render(rows: dict[str, dict[str, Any]], memory: dict[str, Any], args: Any) -> str:
+def render(rows: dict[str, dict[str, Any]], memory: dict[str, Any], args: Any, backend: str) -> str:
     if not rows:
-        return "# e5-small vs MiniLM: resident memory\n" + _memory_lines(memory)
+        return f"# e5-small vs MiniLM on {backend}: resident memory\n" + _memory_lines(memory)
     lines = [
-        f"# e5-small vs MiniLM as `ragbrain ingest` and a query meet them ({args.notes} notes "
-        f"per set, {args.queries} queries, {args.rounds} rounds alternated)\n",
+        f"# e5-small vs MiniLM on {backend} as `ragbrain ingest` and a query meet them "
+        f"({args.notes} notes per set, {args.queries} queries, {args.rounds} rounds "
+        "alternated)\n",
         "| notes | model | chunks | ingest chunks/s | notes/s | query p50 ms |",
         "|---|---|---|---|---|---|",
     ]
@@ -191,28 +205,27 @@ def render(rows: dict[str, dict[str, Any]], memory: dict[str, Any], args: Any) -
 
 
 def _memory_lines(memory: dict[str, Any]) -> str:
-    c = memory["fp16_vs_fp32_table"]
     lines = [
         "",
-        f"Resident memory of a fresh process, MB ({c['texts']} raw passages of the sets, up "
-        "to 512 tokens): RSS (anonymous / file-backed) after loading and 8 queries (a reader: "
-        "`ragbrain query`, the MCP server), then after 8 passages, after all of them, and "
-        "after the freed heap is given back (as ingest does); peak.",
+        "Resident memory of a fresh process, MB (raw passages of the sets, up to 512 tokens): "
+        "RSS (anonymous / file-backed) after loading and 8 queries (a reader: `ragbrain "
+        "query`, the MCP server), then after 8 passages, after all of them, after the freed "
+        "heap is given back (as ingest does), and with the shipped critic (torch) loaded too; "
+        "peak.",
         "",
-        "| process | reader | + 8 passages | after the batch | given back | peak |",
-        "|---|---|---|---|---|---|",
+        "| process | reader | + 8 passages | after the batch | given back | + critic | peak |",
+        "|---|---|---|---|---|---|---|",
     ]
-    for label in ("minilm", FP32, FP16):
-        v = memory[label]
-        cells = [
-            f"{v[k]['VmRSS']} ({v[k]['RssAnon']} / {v[k]['RssFile']})"
-            for k in ("reader", "loaded", "after_batch", "given_back")
-        ]
-        lines.append(f"| {label} | {' | '.join(cells)} | {v['given_back']['VmHWM']} |")
-    lines.append(
-        f"\nfp16 against fp32 word embeddings: cosine of the vectors on {c['texts']} "
-        f"passages, min {c['min_cosine']}, median {c['median_cosine']}."
-    )
+    for label, v in memory.items():
+        if label == "fp16_vs_fp32_table":
+            continue
+        cells = [f"{v[k]['VmRSS']} ({v[k]['RssAnon']} / {v[k]['RssFile']})" for k in KEYS]
+        lines.append(f"| {label} | {' | '.join(cells)} | {v['with_critic']['VmHWM']} |")
+    if c := memory.get("fp16_vs_fp32_table"):
+        lines.append(
+            f"\nfp16 against fp32 word embeddings: cosine of the vectors on {c['texts']} "
+            f"passages, min {c['min_cosine']}, median {c['median_cosine']}."
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -228,6 +241,7 @@ def main() -> None:
     parser.add_argument("--skip-speed", action="store_true", help="memory only")
     args = parser.parse_args()
 
+    from ragbrain.backend import backend_setting
     from ragbrain.embeddings import default_embeddings, e5_embeddings
     from ragbrain.ingest import ingest
     from ragbrain.store import Store
@@ -253,9 +267,18 @@ def main() -> None:
         ingest(warm, Store.open(tmp / f"warm-{label}", m, create=True))
         m.embed_query("warm up")
     rows = {} if args.skip_speed else time_ingests(models, folders, queries, tmp, args.rounds)
-    memory = {} if args.skip_memory else measure_memory(passages, tmp)
-    payload = {"sets": rows, "notes": args.notes, "rounds": args.rounds, "memory": memory}
-    save("e5_memory" if args.skip_speed else "e5_speed", payload, render(rows, memory, args))
+    backend = backend_setting()
+    memory = {} if args.skip_memory else measure_memory(passages, tmp, backend)
+    payload = {
+        "backend": backend,
+        "sets": rows,
+        "notes": args.notes,
+        "rounds": args.rounds,
+        "memory": memory,
+    }
+    name = "e5_memory" if args.skip_speed else "e5_speed"
+    name = name if backend == "torch" else f"{name}-{backend}"
+    save(name, payload, render(rows, memory, args, backend))
     shutil.rmtree(tmp, ignore_errors=True)
 
 

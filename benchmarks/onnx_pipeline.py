@@ -58,7 +58,7 @@ def measure_set(split: Split, queries: int, seed: int = 0) -> dict[str, Any]:
 
     models = {b: load_embeddings(minilm_path(), b) for b in ("torch", "onnx")}
     stores = {
-        b: corpus_store(split, models[b], variant="" if b == "torch" else b, progress=_progress)
+        b: corpus_store(split, models[b], progress=_progress)  # each backend's own store
         for b in models
     }
     critics: dict[str, Critic] = {

@@ -87,7 +87,23 @@ def converted(tmp_path_factory: pytest.TempPathFactory, source: tuple[Path, str]
 
 @pytest.fixture(scope="session")
 def e5(converted: Path) -> Embeddings:
-    """The converted multilingual-e5-small, loaded once for the whole session."""
+    """The converted multilingual-e5-small on the backend the session runs (RAGBRAIN_BACKEND),
+    loaded once for the whole session."""
     from ragbrain.embeddings import e5_embeddings_from
 
     return e5_embeddings_from(converted)
+
+
+@pytest.fixture(scope="session")
+def e5_torch(converted: Path) -> Embeddings:
+    """The converted multilingual-e5-small on torch in fp32 (fp16 word embeddings), as the
+    converter's checks against the C engine need it, whatever the session's backend."""
+    from ragbrain.backend import load_embeddings
+
+    return load_embeddings(
+        converted,
+        "torch",
+        query_prompt="query: ",
+        passage_prompt="passage: ",
+        half_word_embeddings=True,
+    )

@@ -43,16 +43,26 @@ QUANTIZATION: dict[str, Any] = {
 OPSET = 17
 #: The model inputs and the ``tokenizers.Encoding`` fields that fill them.
 FIELDS = {"input_ids": "ids", "attention_mask": "attention_mask", "token_type_ids": "type_ids"}
-FEATURE = "The ONNX backend (RAGBRAIN_BACKEND=onnx)"
+#: Padded tokens per forward pass at most (texts x the longest's tokens). Smaller passes are
+#: faster on this CPU (SciFact documents in slices of 32: 1.18x MiniLM's and 1.10x e5-small's
+#: texts/s of one pass of 32, median of interleaved pairs) and bound the activations ONNX
+#: Runtime's arena holds (docs/onnx.md, "Memory").
+BATCH_TOKENS = 1024
+FEATURE = "The ONNX backend (RAGBRAIN_BACKEND=onnx, the default)"
+#: onnxruntime and onnx are core dependencies: missing, the install is broken.
+FIX = (
+    "reinstall ragbrain's dependencies (pip install 'onnxruntime>=1.17' 'onnx>=1.17'), or run "
+    "on torch with RAGBRAIN_BACKEND=torch"
+)
 
 
 def runtime() -> Any:
-    """The ``onnxruntime`` module, or a clear error naming the extra and the setting.
+    """The ``onnxruntime`` module, or a clear error naming the install and the setting.
 
     Raises:
         MissingExtraError: ONNX Runtime is not installed.
     """
-    return require("onnxruntime", extra="onnx", feature=FEATURE)
+    return require("onnxruntime", feature=FEATURE, fix=FIX)
 
 
 def session(path: Path) -> Any:
@@ -69,7 +79,7 @@ def session(path: Path) -> Any:
 def quantize(fp32: Path, int8: Path, config: dict[str, Any] = QUANTIZATION) -> None:
     """Dynamic int8 quantization of ``fp32`` into ``int8`` as ``config`` says (keys of
     ``QUANTIZATION``)."""
-    onnx = require("onnx", extra="onnx", feature=FEATURE)
+    onnx = require("onnx", feature=FEATURE, fix=FIX)
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     graph = onnx.load(str(fp32), load_external_data=False).graph
@@ -217,6 +227,12 @@ class OnnxEmbeddings(Embeddings):
     docs/onnx.md).
     """
 
+    @property
+    def variant(self) -> str:
+        """How its vectors are made (runtime, quantization, passes), for caches that keep
+        them apart from other ways of making the same model's (``corpus_store``)."""
+        return f"onnx-int8-{BATCH_TOKENS}"
+
     def __init__(
         self,
         folder: str | Path,
@@ -246,8 +262,17 @@ class OnnxEmbeddings(Embeddings):
         self.session = session(self.export_folder / INT8_FILE)
         self.input_names = [item.name for item in self.session.get_inputs()]
         self.tokenizer = _tokenizer(source)
+        # Run options of a call's last pass: shrink the CPU arena back when it ends. Without
+        # this the arena keeps its peak for good (an e5-small process that embedded 32
+        # passages of 512 tokens held 4.1 GB); without the arena, every pass maps and faults
+        # in its buffers anew, at half the speed.
+        self._release = runtime().RunOptions()
+        self._release.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
 
     def _encode(self, texts: Sequence[str]) -> list[list[float]]:
+        """Vectors of ``texts``, longest first in batches of ``batch_size`` texts, each run in
+        passes of at most ``BATCH_TOKENS`` padded tokens; the last pass gives the arena's
+        memory back, so a process holds a batch's activations only while it embeds."""
         import numpy as np
 
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
@@ -255,15 +280,19 @@ class OnnxEmbeddings(Embeddings):
         for start in range(0, len(order), self.batch_size):
             batch = order[start : start + self.batch_size]
             encodings = self.tokenizer.encode_batch([texts[i] for i in batch])
-            feed = {
-                name: np.array([getattr(e, FIELDS[name]) for e in encodings], dtype=np.int64)
-                for name in self.input_names
-            }
-            vectors = self.session.run(None, feed)[0]
-            norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-            vectors = vectors / np.maximum(norms, 1e-12)
-            for i, vector in zip(batch, vectors, strict=True):
-                rows[i] = vector
+            step = max(1, BATCH_TOKENS // len(encodings[0].ids))  # padded to the longest
+            for first in range(0, len(batch), step):
+                part = encodings[first : first + step]
+                feed = {
+                    name: np.array([getattr(e, FIELDS[name]) for e in part], dtype=np.int64)
+                    for name in self.input_names
+                }
+                last = start + first + step >= len(order)
+                vectors = self.session.run(None, feed, self._release if last else None)[0]
+                norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+                vectors = vectors / np.maximum(norms, 1e-12)
+                for i, vector in zip(batch[first : first + step], vectors, strict=True):
+                    rows[i] = vector
         return [row.tolist() for row in rows]
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:

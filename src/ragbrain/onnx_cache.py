@@ -119,7 +119,8 @@ def cached_export(
             "%s: damaged ONNX export of the %s (%s); exporting it again.", target, what, reason
         )
     else:
-        log.info("Exporting the %s to ONNX int8 in %s (once).", what, target)
+        # A warning, as the e5 conversion's: the first command waits 20-40 s for it.
+        log.warning("Exporting the %s to ONNX int8 in %s (once, 20-40 s).", what, target)
     target.parent.mkdir(parents=True, exist_ok=True)
     temporary = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{name}.", suffix=".tmp"))
     try:

@@ -206,3 +206,21 @@ def test_show_prints_lines_and_says_where_to_read_on(notes_dir: Path, tmp_path: 
     assert json.loads(chunk.stdout)["start_line"] == 1
     assert (bad.exit_code, "must not hold '..'" in bad.output) == (2, True)
     assert (unknown.exit_code, "unknown source 'bug/none.md'" in unknown.output) == (2, True)
+
+
+def test_calibrate_a_store_on_its_own_model(sample_store_path: Path, tmp_path: Path) -> None:
+    import shutil
+
+    from ragbrain.store import Store
+
+    store = tmp_path / "store"
+    shutil.copytree(sample_store_path, store)
+    base = ["calibrate", "--store", str(store), "--samples", "20", "--out", str(tmp_path / "o")]
+    result = runner.invoke(app, base)  # no --embedding: the store's model (MiniLM)
+    assert result.exit_code == 0, result.output
+    assert "all-MiniLM-L6-v2, 20 chunks" in result.output
+    assert Store.read_gate_threshold(store) is not None
+
+    refused = runner.invoke(app, [*base, "--embedding", "e5-small"])
+    assert refused.exit_code == 2
+    assert "all-MiniLM-L6-v2" in refused.output and "multilingual-e5-small" in refused.output

@@ -221,9 +221,9 @@ def test_the_folder_tokenizes_as_tokenizer_json(converted: Path, tokenizer, text
 
 
 @pytest.mark.slow
-def test_embeddings_match_the_engine(e5, engine) -> None:  # type: ignore[no-untyped-def]
-    passages = np.asarray(e5.embed_documents(TEXTS))
-    queries = np.asarray([e5.embed_query(t) for t in TEXTS])
+def test_embeddings_match_the_engine(e5_torch, engine) -> None:  # type: ignore[no-untyped-def]
+    passages = np.asarray(e5_torch.embed_documents(TEXTS))
+    queries = np.asarray([e5_torch.embed_query(t) for t in TEXTS])
     assert (np.sum(passages * engine.passage(TEXTS), axis=1) >= 0.999).all()
     assert (np.sum(queries * engine.query(TEXTS), axis=1) >= 0.999).all()
     # The prefixes matter: a query is not embedded like the same text as a passage.
@@ -246,7 +246,7 @@ def test_the_name_recorded_in_stores(e5) -> None:  # type: ignore[no-untyped-def
 
 
 @pytest.mark.slow
-def test_the_word_embeddings_are_stored_and_kept_in_fp16(converted: Path, e5) -> None:  # type: ignore[no-untyped-def]
+def test_the_word_embeddings_are_stored_and_kept_in_fp16(converted: Path, e5_torch) -> None:  # type: ignore[no-untyped-def]
     import torch
     from safetensors import safe_open
 
@@ -260,5 +260,5 @@ def test_the_word_embeddings_are_stored_and_kept_in_fp16(converted: Path, e5) ->
         manifest["word_embeddings"] == "float16"
         and manifest["converter_version"] == convert.CONVERTER_VERSION
     )
-    table = e5.model.embeddings.word_embeddings
+    table = e5_torch.model.embeddings.word_embeddings
     assert isinstance(table, HalfEmbedding) and table.weight.dtype == torch.float16

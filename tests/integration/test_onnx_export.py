@@ -54,6 +54,30 @@ def test_order_and_prompts_are_kept(tiny: Path) -> None:
     assert prompted.embed_query("cell") == plain.embed_documents(["query: cell"])[0]
 
 
+def test_passes_stay_under_the_token_budget_and_the_last_frees_the_arena(
+    tiny: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = OnnxEmbeddings(tiny, batch_size=8)
+    texts = [f"{'word ' * (3 * i)}end" for i in range(7)]
+    whole = np.array(model.embed_documents(texts))  # within the budget: one pass
+    calls: list[tuple[tuple[int, ...], object]] = []
+    real_run = model.session.run
+
+    def run(names: object, feed: dict[str, np.ndarray], options: object = None) -> object:
+        calls.append((feed["input_ids"].shape, options))
+        return real_run(names, feed, options)
+
+    monkeypatch.setattr(model.session, "run", run, raising=False)
+    monkeypatch.setattr(onnx_backend, "BATCH_TOKENS", 40)
+    parts = np.array(model.embed_documents(texts))
+    assert all(rows * width <= 40 for (rows, width), _ in calls) and len(calls) > 1
+    # only the call's last pass shrinks the arena
+    assert [options is model._release for _, options in calls] == [False] * (len(calls) - 1) + [
+        True
+    ]
+    assert (parts * whole).sum(axis=1).min() > 0.99
+
+
 def test_export_is_cached_and_checked(tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = OnnxEmbeddings(tiny).export_folder
     manifest = json.loads((folder / MANIFEST).read_text())

@@ -1,4 +1,4 @@
-"""RAGBRAIN_BACKEND: torch or onnx (unset: torch); anything else is refused."""
+"""RAGBRAIN_BACKEND: torch or onnx (unset: onnx); anything else is refused."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from ragbrain.errors import InvalidInputError, MissingExtraError
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [(None, "torch"), ("", "torch"), ("torch", "torch"), ("ONNX", "onnx"), (" onnx ", "onnx")],
+    [(None, "onnx"), ("", "onnx"), ("torch", "torch"), ("ONNX", "onnx"), (" onnx ", "onnx")],
     ids=["unset", "empty", "torch", "upper case", "spaces"],
 )
 def test_backend_setting(value: str | None, expected: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -37,11 +37,23 @@ def test_load_embeddings_refuses_an_unknown_backend(tmp_path: Path) -> None:
         load_embeddings(tmp_path, "jax")
 
 
-def test_onnx_without_onnxruntime_names_the_extra(
+def test_onnx_without_onnxruntime_names_the_fix(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(__import__("sys").modules, "onnxruntime", None)
     with pytest.raises(
-        MissingExtraError, match=r"RAGBRAIN_BACKEND=onnx.*pip install 'ragbrain\[onnx\]'"
+        MissingExtraError,
+        match=r"RAGBRAIN_BACKEND=onnx.*pip install 'onnxruntime>=1.17'.*RAGBRAIN_BACKEND=torch",
     ):
         load_embeddings(tmp_path, "onnx")
+
+
+def test_runtime_of_names_what_runs_the_model(tmp_path: Path) -> None:
+    from ragbrain.backend import runtime_of
+    from tests.support.fakes import BagOfWordsEmbeddings
+
+    class Exported:
+        variant = "onnx-int8-1024"
+
+    assert runtime_of(Exported()) == "ONNX Runtime int8"  # type: ignore[arg-type]
+    assert runtime_of(BagOfWordsEmbeddings()) == "BagOfWordsEmbeddings"

@@ -24,6 +24,7 @@ def test_a_healthy_store_passes(fake_store: Store) -> None:
     checks = {f.check: f.message for f in findings}
     assert checks["space"] == "cosine distance"
     assert checks["recorded model"] == "bag-of-words-64, 64 dimensions"
+    assert checks["query model"] == "bag-of-words-64 matches, on BagOfWordsEmbeddings"
     assert checks["count"].startswith(f"{fake_store.count()} chunks (")
     assert checks["self-retrieval"] == f"{fake_store.count()}/{fake_store.count()} sampled chunks"
     assert checks["lexical index"] in (

@@ -112,9 +112,17 @@ def calibrate(
     ] = 300,
     write: Annotated[bool, typer.Option(help="Write the threshold into --store.")] = True,
     out_dir: Annotated[Path, typer.Option("--out", help="Results folder.")] = Path("eval-results"),
+    embedding: Annotated[
+        str | None,
+        typer.Option(
+            "--embedding",
+            help="Model to calibrate for: minilm or e5-small [default: the --store's own "
+            "model; minilm for --data without a store]. A store refuses another model.",
+        ),
+    ] = None,
 ) -> None:
     """Choose the gate threshold: from labelled --data, else self-supervised from --store."""
-    from ragbrain.embeddings import default_embeddings
+    from ragbrain.embeddings import embeddings_for
     from ragbrain.evaluation.calibrate_run import run_calibration
     from ragbrain.evaluation.evaluate import stage_reporter
 
@@ -124,7 +132,7 @@ def calibrate(
                 data or [],
                 split,
                 store,
-                default_embeddings(),
+                embeddings_for(embedding) if embedding else None,
                 samples=samples,
                 out=out_dir,
                 reporter=reporter,

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from functools import partial
 from typing import TYPE_CHECKING
 
+from ragbrain.backend import runtime_of
 from ragbrain.doctor.finding import Finding
 from ragbrain.embeddings import model_name_of
 from ragbrain.store import DIMENSION_KEY, MODEL_KEY
@@ -94,7 +95,7 @@ def check_dimension(
             )
         )
         return True, findings
-    findings.append(Finding("query model", True, f"{model} matches"))
+    findings.append(Finding("query model", True, f"{model} matches, on {runtime_of(embeddings)}"))
     return True, findings
 
 

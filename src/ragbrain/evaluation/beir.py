@@ -185,14 +185,16 @@ def corpus_store(
     """A store holding ``data``'s corpus, one chunk per document (id = corpus id).
 
     Cached under ``cache_root()`` by corpus content and embedding model (and ``variant``, a
-    name that keeps apart stores of the same model built another way, e.g. ``"onnx"`` for
-    vectors from the ONNX backend); an interrupted build resumes where it stopped, and a
-    finished one is reused as is.
+    name that keeps apart stores of the same model built another way; empty, the embeddings'
+    own ``variant`` when they have one, as ``OnnxEmbeddings`` do, so each backend's vectors
+    are cached apart); an interrupted build resumes where it stopped, and a finished one is
+    reused as is.
     """
     from ragbrain.embeddings import model_name_of
     from ragbrain.store import Store
 
     model = model_name_of(embeddings)
+    variant = variant or str(getattr(embeddings, "variant", ""))
     key = f"{model}|{variant}" if variant else model
     folder = (
         cache_root() / "beir" / f"{data.name}-{_fingerprint(data.folder / 'corpus.jsonl', key)}"

@@ -52,7 +52,7 @@ def run_calibration(
     data: Sequence[Path],
     split: str,
     store_path: Path | None,
-    embeddings: Embeddings,
+    embeddings: Embeddings | None,
     *,
     samples: int,
     out: Path,
@@ -67,19 +67,27 @@ def run_calibration(
         split: The split of each folder that does not name one.
         store_path: With ``data``, the store that receives the threshold (None: none does);
             without, the store (None: the default one) that supplies the samples and receives it.
+        embeddings: The model to calibrate for; None: the store's own model (the default
+            model, all-MiniLM-L6-v2, for labelled ``data`` without a store). A model other
+            than the store's is refused by ``Store.open``.
         samples: Queries per folder (labelled) or chunks (self-supervised).
 
     Raises:
         DataSetError, StoreNotFoundError, InvalidInputError: bad data, no store, one class only.
     """
-    from ragbrain.embeddings import model_name_of
+    from ragbrain.embeddings import default_embeddings, model_name_of
     from ragbrain.evaluation.beir import corpus_store, load_split, split_spec
     from ragbrain.store import Store
 
     if samples < 10:
         raise InvalidInputError(f"--samples must be at least 10, got {samples}.")
-    model = model_name_of(embeddings)
     target: Store | None = None
+    if store_path is not None or not data:
+        target = Store.open(store_path, embeddings)  # None: the store's own model
+        embeddings = target.embeddings
+    elif embeddings is None:
+        embeddings = default_embeddings()
+    model = model_name_of(embeddings)
     distances: list[float] = []
     no_relevant: list[bool] = []
     if data:
@@ -95,10 +103,8 @@ def run_calibration(
             names.append(f"{labelled.name}-{labelled.split}")
         source = f"{' + '.join(names)}, {model}, labelled, up to {samples} queries each"
         name = "calibrate-" + "+".join(names)
-        if store_path is not None:
-            target = Store.open(store_path, embeddings)
     else:
-        target = Store.open(store_path, embeddings)
+        assert target is not None
         source = f"self-supervised from {target.location}, {model}, {samples} chunks"
         distances, no_relevant = pseudo_samples(target, samples)
         name = "calibrate-store"
