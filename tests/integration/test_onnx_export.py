@@ -169,3 +169,9 @@ def test_the_critic_runs_on_torch_whatever_the_backend_setting(
         monkeypatch.setenv("RAGBRAIN_BACKEND", setting)
     critic = TransformerCritic(make_critic(tmp_path / "critic"))
     assert critic.backend == "torch" and critic.onnx is None
+
+
+def test_the_session_stops_spinning_after_a_run(tiny: Path) -> None:
+    options = OnnxEmbeddings(tiny).session.get_session_options()
+    # spinning threads would take the cores from the torch critic that runs next
+    assert options.get_session_config_entry("session.force_spinning_stop") == "1"
