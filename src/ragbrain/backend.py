@@ -37,13 +37,9 @@ def backend_setting() -> str:
 
 
 def runtime_of(embeddings: Embeddings) -> str:
-    """What runs ``embeddings``, for people: ``ONNX Runtime int8``, ``torch fp32``, or the
-    class name of an embeddings object ragbrain did not load."""
-    if str(getattr(embeddings, "variant", "")).startswith("onnx"):
-        return "ONNX Runtime int8"
-    if type(embeddings).__name__ in ("SentenceEmbeddings", "HuggingFaceEmbeddings"):
-        return "torch fp32"
-    return type(embeddings).__name__
+    """What runs ``embeddings``, for people: their ``runtime`` (``ONNX Runtime int8``,
+    ``torch fp32``), else their class name (``HuggingFaceEmbeddings``, a caller's own)."""
+    return str(getattr(embeddings, "runtime", type(embeddings).__name__))
 
 
 def load_embeddings(

@@ -231,6 +231,9 @@ class OnnxEmbeddings(Embeddings):
     docs/onnx.md).
     """
 
+    #: What runs the model, for people (``ragbrain.backend.runtime_of``).
+    runtime = "ONNX Runtime int8"
+
     @property
     def variant(self) -> str:
         """How its vectors are made (runtime, quantization, passes), for caches that keep

@@ -109,6 +109,9 @@ def _token(value: Any) -> str | None:
 class SentenceEmbeddings(Embeddings):
     """Normalized sentence vectors of a BERT sentence-transformers folder, on CPU torch."""
 
+    #: What runs the model, for people (``ragbrain.backend.runtime_of``).
+    runtime = "torch fp32"
+
     def __init__(
         self,
         folder: str | Path,

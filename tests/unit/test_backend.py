@@ -48,12 +48,15 @@ def test_onnx_without_onnxruntime_names_the_fix(
         load_embeddings(tmp_path, "onnx")
 
 
-def test_runtime_of_names_what_runs_the_model(tmp_path: Path) -> None:
+def test_runtime_of_names_what_runs_the_model() -> None:
     from ragbrain.backend import runtime_of
+    from ragbrain.onnx_backend import OnnxEmbeddings
+    from ragbrain.sentence import SentenceEmbeddings
     from tests.support.fakes import BagOfWordsEmbeddings
 
-    class Exported:
-        variant = "onnx-int8-1024"
+    class Exported:  # a loaded OnnxEmbeddings needs a model; its class attribute is the point
+        runtime = OnnxEmbeddings.runtime
 
     assert runtime_of(Exported()) == "ONNX Runtime int8"  # type: ignore[arg-type]
+    assert SentenceEmbeddings.runtime == "torch fp32"
     assert runtime_of(BagOfWordsEmbeddings()) == "BagOfWordsEmbeddings"
