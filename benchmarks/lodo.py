@@ -63,8 +63,10 @@ MAX_FALSE_REFUSAL = 0.05
 #: A sub-corpus holds every document judged for this many seeded test and fit queries (the
 #: benchmark's queries are drawn from those), plus random others up to ``--subcorpus-docs``.
 SUBCORPUS_QUERIES = (150, 80)
-GRAPH_ABSTAIN = "default + abstention (shipped critic)"
+GRAPH_ABSTAIN = "shipped layer, LODO threshold, + abstention"
+TWO_SIDED = "+ abstention, critic and distance only"
 GRAPH_REFIT = "LODO layer refit, handed over as the graph does"
+GRAPH_THRESHOLD = "shipped layer, LODO threshold, handed over as the graph does"
 Scorer = Callable[[SetData, Record, Sequence[str]], list[float]]
 
 
@@ -79,6 +81,16 @@ def candidates(record: Record, removed: frozenset[str], dense_share: float) -> l
     bm25 = [(d, v) for d, v in pairs if d not in removed][:CANDIDATES]
     share = dense_share if record.trust else 0.0
     return fuse_scores(dense, bm25, sum(record.query_idf), share, record.bm25_power)
+
+
+def coverage(record: Record, removed: frozenset[str]) -> float | None:
+    """BM25's best hit over the (pruned) store, scored over the query's IDF sum (what
+    ``fuse_scores`` weighs BM25 by); None when BM25 found nothing or the query has no known
+    term."""
+    idf = sum(record.query_idf)
+    pairs = zip(record.bm25, record.bm25_scores, strict=True)
+    best = next((v for d, v in pairs if d not in removed), None)
+    return None if best is None or idf <= 0 else min(best / idf, 1.0)
 
 
 def dense_top(record: Record, removed: frozenset[str], k: int = JUDGE_K) -> list[str]:
@@ -102,15 +114,21 @@ def full_columns(x: torch.Tensor, distances: Sequence[float]) -> torch.Tensor:
     return torch.cat([x, list_columns(x, DISTANCE_INPUTS)], dim=1)
 
 
-def evidence_auc(rows: Sequence[tuple[bool, float, float]]) -> dict[str, float]:
+#: One scenario query's evidence: (answerable, critic's best score, best distance, BM25's
+#: coverage of the query; 0 when BM25 found nothing).
+EvidenceRow = tuple[bool, float, float, float]
+
+
+def evidence_auc(rows: Sequence[EvidenceRow]) -> dict[str, float]:
     """How well each side's evidence tells answerless from answerable queries (ROC AUC of
-    "nothing fits": a low critic score, a far best hit)."""
+    "nothing fits": a low critic score, a far best hit, a BM25 hit that covers little)."""
     from ragbrain.critic.training.keep_metrics import roc_auc
 
-    answerless = [not a for a, _, _ in rows]
+    answerless = [not row[0] for row in rows]
     return {
-        "critic": roc_auc([-s for _, s, _ in rows], answerless),
-        "distance": roc_auc([d for _, _, d in rows], answerless),
+        "critic": roc_auc([-row[1] for row in rows], answerless),
+        "distance": roc_auc([row[2] for row in rows], answerless),
+        "coverage": roc_auc([-row[3] for row in rows], answerless),
     }
 
 
@@ -258,10 +276,10 @@ def evidence_rows(
     scorer: Scorer,
     *,
     adaptive: bool = False,
-) -> list[tuple[bool, float, float]]:
-    """Per scenario query: (answerable, the critic's best score, the best distance) of its
-    judged list over the pruned store (the hybrid top 10, or with ``adaptive`` the top
-    ``depth``, as the graph judges today)."""
+) -> list[EvidenceRow]:
+    """Per scenario query: (answerable, the critic's best score, the best distance, BM25's
+    coverage) of its judged list over the pruned store (the hybrid top 10, or with
+    ``adaptive`` the top ``depth``, as the graph judges today)."""
     from ragbrain.abstain import best_score
 
     out = []
@@ -273,38 +291,59 @@ def evidence_rows(
         scores = scorer(data, record, docs)
         best = best_score(scores)
         distance = min((record.distance[d] for d in docs), default=2.0)
-        out.append((record.id in scenario.answerable, -1.0 if best is None else best, distance))
+        lexical = coverage(record, scenario.removed) or 0.0
+        answerable = record.id in scenario.answerable
+        out.append((answerable, -1.0 if best is None else best, distance, lexical))
     return out
 
 
-def fit_abstention(per_set: dict[str, list[tuple[bool, float, float]]]) -> dict[str, Any]:
-    """The (critic_below, distance_above) pair that refuses the most answerless queries (mean
-    over the fit sets) while refusing <= ``MAX_FALSE_REFUSAL`` of every fit set's answerable."""
+def fit_abstention(
+    per_set: dict[str, list[EvidenceRow]], *, lexical: bool = True
+) -> dict[str, Any]:
+    """The thresholds (critic below, distance above, and with ``lexical`` BM25 coverage below)
+    that refuse the most answerless queries (mean over the fit sets) while refusing <=
+    ``MAX_FALSE_REFUSAL`` of every fit set's answerable ones; a query is refused when every
+    side agrees nothing fits. Each grid holds a value that leaves its side out."""
     import numpy as np
 
-    pooled = [row for rows in per_set.values() for row in rows]
-    scores = np.array([s for _, s, _ in pooled])
-    distances = np.array([d for _, _, d in pooled])
-    critic_grid = sorted({0.0, *np.quantile(scores, np.linspace(0, 1, 41)).tolist()})
-    distance_grid = sorted({0.0, *np.quantile(distances, np.linspace(0, 1, 41)).tolist()})
-    best: dict[str, Any] = {"critic_below": 0.0, "distance_above": 2.0, "refusal_recall": 0.0}
-    for c, g in itertools.product(critic_grid, distance_grid):
-        recalls, worst = [], 0.0
-        for rows in per_set.values():
-            refused = [s < c and d > g for _, s, d in rows]
-            answerable = [r for r, (a, _, _) in zip(refused, rows, strict=True) if a]
-            answerless = [r for r, (a, _, _) in zip(refused, rows, strict=True) if not a]
-            worst = max(worst, sum(answerable) / max(len(answerable), 1))
-            recalls.append(sum(answerless) / max(len(answerless), 1))
-        recall = sum(recalls) / len(recalls)
-        if worst <= MAX_FALSE_REFUSAL and recall > best["refusal_recall"]:
-            best = {
-                "critic_below": c,
-                "distance_above": g,
-                "refusal_recall": recall,
-                "false_refusal_worst": worst,
-            }
-    return best
+    pooled = np.array([row[1:] for rows in per_set.values() for row in rows], dtype=float)
+    steps = np.linspace(0, 1, 26)
+    critic_grid = np.unique(np.r_[0.0, np.quantile(pooled[:, 0], steps), 1.0])
+    distance_grid = np.unique(np.r_[0.0, np.quantile(pooled[:, 1], steps)])
+    coverage_grid = np.array([2.0])  # above any coverage: the lexical side left out
+    if lexical:
+        coverage_grid = np.unique(np.r_[np.quantile(pooled[:, 2], steps), 2.0])
+    grid = np.stack(np.meshgrid(critic_grid, distance_grid, coverage_grid, indexing="ij"), -1)
+    grid = grid.reshape(-1, 3)
+    recall = np.zeros(len(grid))
+    worst = np.zeros(len(grid))
+    for rows in per_set.values():
+        a = np.array([row[1:] for row in rows], dtype=float)
+        answerable = np.array([row[0] for row in rows], dtype=bool)
+        refused = (
+            (a[None, :, 0] < grid[:, None, 0])
+            & (a[None, :, 1] > grid[:, None, 1])
+            & (a[None, :, 2] < grid[:, None, 2])
+        )
+        worst = np.maximum(worst, refused[:, answerable].mean(1) if answerable.any() else 0.0)
+        recall += (refused[:, ~answerable].mean(1) if (~answerable).any() else 0.0) / len(per_set)
+    recall[worst > MAX_FALSE_REFUSAL] = -1.0
+    i = int(np.argmax(recall))
+    if recall[i] <= 0:
+        return {
+            "critic_below": 0.0,
+            "distance_above": 2.0,
+            "coverage_below": None,
+            "refusal_recall": 0.0,
+        }
+    c, g, v = (float(x) for x in grid[i])
+    return {
+        "critic_below": c,
+        "distance_above": g,
+        "coverage_below": None if v > 1.0 else v,
+        "refusal_recall": float(recall[i]),
+        "false_refusal_worst": float(worst[i]),
+    }
 
 
 def fit_fold(fit: Sequence[SetData], critic: TransformerCritic) -> dict[str, Any]:
@@ -328,12 +367,13 @@ def fit_fold(fit: Sequence[SetData], critic: TransformerCritic) -> dict[str, Any
             {r.id: r.qrels for r in data.records}, [r.id for r in data.records]
         )
         evidence[data.name] = evidence_rows(data, scenario, weight, refit)
-        graph[data.name] = evidence_rows(data, scenario, DENSE_SHARE, shipped, adaptive=True)
+        graph[data.name] = evidence_rows(data, scenario, weight, shipped)
     abstention = fit_abstention(evidence)
     return {
         "layer_layout": layout,
         "layer_nested": nested,
         "abstention_shipped": fit_abstention(graph),
+        "abstention_two_sided": fit_abstention(evidence, lexical=False),
         "dense_share": weight,
         "dense_share_ndcg": weight_means,
         "shipped_layer_threshold": shipped_threshold,
@@ -362,6 +402,84 @@ def ship_layer(folder: Path, fold: dict[str, Any], model: str, names: Sequence[s
     }
     add_distance_layer(folder, layer)
     say(f"wrote the {model} distance layer into {folder}")
+
+
+def _layer_of(folder: Path, model: str) -> dict[str, Any]:
+    """``folder``'s distance layer for ``model`` (a copy)."""
+    from ragbrain.critic.folder import MORE_DISTANCE, WITH_DISTANCE, read_calibration
+
+    calibration = read_calibration(folder)
+    layers = [calibration.get(WITH_DISTANCE), *calibration.get(MORE_DISTANCE, [])]
+    mine = [layer for layer in layers if layer and layer["embedding_model"] == model]
+    if not mine:
+        raise SystemExit(f"{folder} has no distance layer for {model}")
+    return dict(mine[0])
+
+
+def ship_threshold(
+    folder: Path, fold: dict[str, Any], critic: TransformerCritic, model: str
+) -> None:
+    """Set the threshold of ``folder``'s distance layer for ``model`` (its weights kept) to
+    the every-set fit's: each set's train/dev hybrid top 10 keeps >= 92% of its relevant
+    candidates. The layer's ``dev`` figures (at the old threshold) move under ``fit``, and
+    each set's figures at the new threshold go to ``threshold_fit``."""
+    from ragbrain.critic.training.distance_layer import add_distance_layer
+    from ragbrain.critic.training.keep_metrics import keep_stats
+
+    old = _layer_of(folder, model)
+    threshold = fold["shipped_layer_threshold"]
+    per_set = {}
+    for data in fold["_fit"]:
+        scores, labels, _ = labelled_scores([data], fold["dense_share"], shipped_scorer(critic))
+        stats = keep_stats(scores, labels, threshold)
+        per_set[data.name] = {
+            "queries": len(data.records),
+            "relevant_kept": stats.relevant_kept,
+            "irrelevant_dropped": stats.irrelevant_dropped,
+        }
+    layer = {k: v for k, v in old.items() if k != "dev"}
+    if "dev" in old:  # the weights' own fit, and its figures at the threshold it had then
+        layer["fit"] = {
+            "weights": "fit on the critic's own dev lists (see the calibration's `recalibrated`)",
+            "dev_threshold": old["threshold"],
+            "dev": old["dev"],
+        }
+    layer |= {
+        "threshold": threshold,
+        "threshold_fit": {
+            "by": "python -m benchmarks.lodo --ship-threshold (the layer's weights kept)",
+            "rule": "every set's train/dev hybrid top 10 keeps >= 92% of its relevant candidates",
+            "dense_share": fold["dense_share"],
+            "sets": per_set,
+        },
+    }
+    add_distance_layer(folder, layer)
+    say(f"set the {model} distance layer's threshold in {folder} to {threshold:.4f}")
+
+
+def ship_abstention(folder: Path, fold: dict[str, Any], model: str) -> None:
+    """Write the every-set fit's abstention thresholds (the shipped layer's evidence on the
+    missing-answer scenario of every set's train/dev queries) into ``folder``'s distance layer
+    for ``model`` as its ``abstain`` record (``RetrievalContext.abstain`` reads it)."""
+    from ragbrain.critic.training.distance_layer import add_distance_layer
+
+    fitted = fold["abstention_shipped"]
+    layer = _layer_of(folder, model)
+    layer["abstain"] = {
+        "critic_below": fitted["critic_below"],
+        "distance_above": fitted["distance_above"],
+        "coverage_below": fitted["coverage_below"],
+        "fit": {
+            "by": "python -m benchmarks.lodo --ship-abstention",
+            "rule": "the most answerless queries refused (mean over the sets) while every set "
+            f"refuses <= {MAX_FALSE_REFUSAL:.0%} of its answerable ones",
+            "refusal_recall": fitted["refusal_recall"],
+            "false_refusal_worst": fitted.get("false_refusal_worst"),
+            "sets": [data.name for data in fold["_fit"]],
+        },
+    }
+    add_distance_layer(folder, layer)
+    say(f"wrote the {model} distance layer's abstention thresholds into {folder}")
 
 
 def all_lists(data: SetData, scenario: MissingAnswer | None) -> dict[str, list[str]]:
@@ -429,9 +547,16 @@ def judge_set(
 
     shipped, refit = shipped_scorer(critic), layer_scorer(fold["_layer"])
     w = fold["dense_share"]
-    thresholds = AbstainThresholds(
-        fold["abstention"]["critic_below"], fold["abstention"]["distance_above"], "LODO"
-    )
+
+    def rule(fitted: dict[str, Any]) -> AbstainThresholds:
+        return AbstainThresholds(
+            fitted["critic_below"],
+            fitted["distance_above"],
+            "LODO",
+            coverage_below=fitted.get("coverage_below"),
+        )
+
+    thresholds, two_sided = rule(fold["abstention"]), rule(fold["abstention_two_sided"])
     out: dict[str, dict[str, list[str]]] = {}
 
     def put(config: str, query: str, docs: list[str]) -> None:
@@ -464,22 +589,25 @@ def judge_set(
             r.id,
             kept(ften, fs, fold["shipped_layer_threshold"])[: r.depth],
         )
+        cut = fold["shipped_layer_threshold"]
+        put(GRAPH_THRESHOLD, r.id, graph_hand_over(ften, fs, cut, r.depth))
         rs = refit(data, r, ften)
         put("+ LODO layer refit", r.id, kept(ften, rs, fold["refit_threshold"])[: r.depth])
         put(GRAPH_REFIT, r.id, graph_hand_over(ften, rs, fold["refit_threshold"], r.depth))
         distance = min((r.distance[d] for d in ften), default=None)
-        abstain, _ = should_abstain(Evidence(distance, rs, len(ften)), thresholds)
+        evidence = Evidence(distance, rs, len(ften), bm25_coverage=coverage(r, removed))
+        abstain, _ = should_abstain(evidence, thresholds)
         chosen = hand_over(rs, fold["refit_threshold"], r.depth, abstain=abstain)
         put("+ abstention (proposed)", r.id, [ften[i] for i in chosen])
+        abstain, _ = should_abstain(evidence, two_sided)
+        chosen = hand_over(rs, fold["refit_threshold"], r.depth, abstain=abstain)
+        put(TWO_SIDED, r.id, [ften[i] for i in chosen])
         put("fitted hybrid (k=10, critic off)", r.id, ften)
-        # what the graph can do today: its own list and critic, the abstention rule added
-        own_scores = shipped(data, r, own)
-        g = fold["abstention_shipped"]
-        graph_thresholds = AbstainThresholds(g["critic_below"], g["distance_above"], "LODO")
-        distance = min((r.distance[d] for d in own), default=None)
-        abstain, _ = should_abstain(Evidence(distance, own_scores, len(own)), graph_thresholds)
-        chosen = hand_over(own_scores, critic.threshold, r.depth, abstain=abstain)
-        put(GRAPH_ABSTAIN, r.id, [own[i] for i in chosen])
+        # the graph's hand-over (shipped layer at the LODO threshold), the abstention rule added
+        evidence = Evidence(distance, fs, len(ften), bm25_coverage=coverage(r, removed))
+        abstain, _ = should_abstain(evidence, rule(fold["abstention_shipped"]))
+        handed = graph_hand_over(ften, fs, fold["shipped_layer_threshold"], r.depth)
+        put(GRAPH_ABSTAIN, r.id, [] if abstain else handed)
     return out
 
 
@@ -545,8 +673,8 @@ def held_out(
         "refit critic, hybrid top 10": evidence_auc(
             evidence_rows(data, scenario, fold["dense_share"], layer_scorer(fold["_layer"]))
         ),
-        "shipped critic, adaptive depth": evidence_auc(
-            evidence_rows(data, scenario, DENSE_SHARE, shipped_scorer(critic), adaptive=True)
+        "shipped layer, hybrid top 10": evidence_auc(
+            evidence_rows(data, scenario, fold["dense_share"], shipped_scorer(critic))
         ),
     }
     return {
@@ -599,6 +727,22 @@ def _arguments() -> argparse.Namespace:
         metavar="CRITIC",
         help="Write the layer fit on every set (columns chosen LODO-nested, threshold by the "
         "shipped rule) into this critic folder as its distance layer for the stores' model.",
+    )
+    parser.add_argument(
+        "--ship-threshold",
+        type=Path,
+        default=None,
+        metavar="CRITIC",
+        help="Set the threshold of this critic folder's distance layer for the stores' model "
+        "(its weights kept) to the one fit on every set by the shipped rule.",
+    )
+    parser.add_argument(
+        "--ship-abstention",
+        type=Path,
+        default=None,
+        metavar="CRITIC",
+        help="Write the abstention thresholds fit on every set (the shipped layer's evidence) "
+        "into this critic folder's distance layer for the stores' model.",
     )
     return parser.parse_args()
 
@@ -682,6 +826,10 @@ def main() -> None:
     }
     if args.ship_layer is not None:
         ship_layer(args.ship_layer, everything, model, [n for n in names])
+    if args.ship_threshold is not None:
+        ship_threshold(args.ship_threshold, everything, critic, model)
+    if args.ship_abstention is not None:
+        ship_abstention(args.ship_abstention, everything, model)
     from benchmarks.lodo_report import markdown
 
     name = args.name or ("lodo" if args.embedding == "minilm" else "lodo-e5")

@@ -1,8 +1,11 @@
 """Saying "the notes do not have this": abstention from the critic's and the gate's evidence.
 
-The run abstains only when both agree that nothing fits: the critic scores every judged chunk
-below ``critic_below`` *and* the best cosine distance is above ``distance_above``. A poor gate
-verdict alone never empties an answer, nor does a critic that is off. The thresholds are fit
+The run abstains only when the evidence agrees that nothing fits: the critic scores every
+judged chunk below ``critic_below``, the best cosine distance is above ``distance_above``, and
+(when the thresholds use it) BM25's best hit matches less than ``coverage_below`` of what the
+query can score (its score over the sum of the query terms' IDF: a question asked of a note
+that holds its answer usually repeats some of its rarer words). A poor gate verdict alone
+never empties an answer, nor does a critic that is off. The thresholds are fit
 leave-one-domain-out on the missing-answer scenario (``python -m benchmarks.lodo``): the most
 answerless queries refused while at most 5% of the answerable ones are, on every fit set.
 
@@ -28,16 +31,20 @@ class Evidence:
     best_distance: float | None
     critic_scores: Sequence[float] | None  # None: the critic is off
     candidates: int  # how many chunks were judged
+    #: BM25's best score over the query's IDF sum; None when no lexical search ran.
+    bm25_coverage: float | None = None
 
 
 @dataclass(frozen=True)
 class AbstainThresholds:
-    """Abstain when every critic score is below ``critic_below`` and the best distance is
-    above ``distance_above`` (0 leaves the decision to the critic's side alone)."""
+    """Abstain when every critic score is below ``critic_below``, the best distance is above
+    ``distance_above`` (0 leaves the decision to the other sides) and, unless
+    ``coverage_below`` is None, BM25's coverage of the query is below ``coverage_below``."""
 
     critic_below: float
     distance_above: float
     source: str = "set by the caller"
+    coverage_below: float | None = None
 
     def __post_init__(self) -> None:
         """Refuse thresholds outside their ranges, naming the field."""
@@ -48,6 +55,10 @@ class AbstainThresholds:
         if not 0.0 <= self.distance_above <= 2.0:
             raise InvalidInputError(
                 f"distance_above must be a cosine distance in [0, 2], got {self.distance_above}."
+            )
+        if self.coverage_below is not None and not 0.0 <= self.coverage_below <= 1.0:
+            raise InvalidInputError(
+                f"coverage_below must be a share of the query in [0, 1], got {self.coverage_below}."
             )
 
 
@@ -86,13 +97,17 @@ def should_abstain(
     best = best_score(evidence.critic_scores)
     critic_says = best is None or best < thresholds.critic_below
     gate_says = evidence.best_distance > thresholds.distance_above
-    if critic_says and gate_says:
+    cut, coverage = thresholds.coverage_below, evidence.bm25_coverage
+    # A threshold set on coverage needs a coverage to agree with it: no lexical search, no say.
+    lexical_says = cut is None or (coverage is not None and coverage < cut)
+    if critic_says and gate_says and lexical_says:
         shown = "none finite" if best is None else f"{best:.3f}"
+        lexical = "" if cut is None else f", BM25's best hit covers {coverage:.2f} < {cut:.2f}"
         return True, (
             f"nothing fits: the critic's best score ({shown}) is below "
-            f"{thresholds.critic_below:.3f} and the best distance "
-            f"({evidence.best_distance:.3f}) is above {thresholds.distance_above:.3f} "
-            f"({thresholds.source})"
+            f"{thresholds.critic_below:.3f}, the best distance "
+            f"({evidence.best_distance:.3f}) is above {thresholds.distance_above:.3f}"
+            f"{lexical} ({thresholds.source})"
         )
     return False, None
 

@@ -36,6 +36,7 @@ def run_to_dict(query: str, output: RetrievalOutput) -> dict[str, Any]:
         "critic": output["critic"],
         "answerable": output["answerable"],
         "abstain_reason": output["abstain_reason"],
+        "bm25_coverage": output.get("bm25_coverage"),
         "notes": output["notes"],
         "documents": [
             {

@@ -50,6 +50,8 @@ class RetrievalOutput(TypedDict):
     critic: str
     answerable: bool
     abstain_reason: str | None
+    # BM25's best hit over the most the query can score (hybrid search; None otherwise).
+    bm25_coverage: NotRequired[float | None]
     notes: list[str]
 
 
@@ -65,6 +67,8 @@ class RetrievalState(TypedDict):
     # ... and how many are searched and judged (the critic may hand over more than depth).
     candidates: int
     hits: list[Hit]
+    # BM25's best hit over the query's IDF sum (hybrid search only): abstention's lexical side.
+    bm25_coverage: NotRequired[float | None]
     best_distance: float | None
     gate: float
     verdict: Verdict

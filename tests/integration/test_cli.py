@@ -41,6 +41,26 @@ def test_ingest_then_query_as_json(notes_dir: Path, tmp_path: Path) -> None:
     assert "bug/backup.md:1-3 #0" in shown.stdout
 
 
+def test_query_abstain_answers_nothing_for_a_question_the_notes_do_not_cover(
+    notes_dir: Path, tmp_path: Path
+) -> None:
+    """The shipped critic's cuts for all-MiniLM-L6-v2 stores: an off-topic question gets an
+    empty answer with the reason under --abstain, and the usual list without it."""
+    store = str(tmp_path / "store")
+    runner.invoke(app, ["ingest", str(notes_dir), "--store", store])
+    question = ["query", "what is the capital of France", "--store", store, "--json"]
+    plain = json.loads(runner.invoke(app, question).stdout)
+    assert plain["answerable"] is True and plain["documents"]
+    strict = runner.invoke(app, [*question, "--abstain"])
+    assert strict.exit_code == 0, strict.output
+    run = json.loads(strict.stdout)
+    assert run["answerable"] is False and run["documents"] == []
+    assert "nothing fits" in run["abstain_reason"] and "BM25" in run["abstain_reason"]
+    assert run["bm25_coverage"] is not None and 0.0 <= run["bm25_coverage"] < 1.0
+    shown = runner.invoke(app, [*question[:-1], "--abstain"])
+    assert "nothing fits" in shown.stdout
+
+
 def test_query_prints_the_decisions(notes_dir: Path, tmp_path: Path) -> None:
     store = str(tmp_path / "store")
     runner.invoke(app, ["ingest", str(notes_dir), "--store", store, "--type", "note"])

@@ -155,6 +155,33 @@ def test_search_says_whether_the_notes_answer(
     assert "answerable" in result.model_dump()
 
 
+class _Unsure(_Scores):
+    """Keeps every chunk at a low score, and ships abstention cuts the score falls under."""
+
+    def __init__(self) -> None:
+        from ragbrain.abstain import AbstainThresholds
+
+        super().__init__(0.6)
+        self.abstain_thresholds = AbstainThresholds(0.7, 0.0, "test")
+
+
+@pytest.mark.parametrize("abstain", [False, True], ids=["default", "abstain"])
+def test_a_server_started_with_abstain_answers_nothing_when_nothing_fits(
+    tmp_path: Path, notes_dir: Path, fake_embeddings: BagOfWordsEmbeddings, abstain: bool
+) -> None:
+    ingest(notes_dir, Store.open(tmp_path / "store", fake_embeddings, create=True))
+    service = RagbrainService(
+        tmp_path / "store",
+        critic=_Unsure(),  # type: ignore[arg-type]
+        embeddings=fake_embeddings,
+        abstain=abstain,
+    )
+    result = service.search("backup", None, None)
+    assert result.answerable is not abstain and bool(result.chunks) is not abstain
+    if abstain:
+        assert result.abstain_reason is not None and "nothing fits" in result.abstain_reason
+
+
 # --- over stdio: the real `ragbrain mcp` with the real model -----------------------------------
 
 

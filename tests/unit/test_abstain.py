@@ -35,6 +35,30 @@ def test_should_abstain(evidence: Evidence, abstains: bool, reason: str | None) 
         assert re.search(reason, why)
 
 
+LEXICAL = AbstainThresholds(critic_below=0.2, distance_above=0.5, coverage_below=0.3)
+
+
+@pytest.mark.parametrize(
+    ("coverage", "abstains"),
+    [(0.1, True), (0.3, False), (0.8, False), (None, False)],
+    ids=["covers-little", "at-the-cut", "covers-most", "no-lexical-search"],
+)
+def test_coverage_must_agree_when_the_thresholds_use_it(
+    coverage: float | None, abstains: bool
+) -> None:
+    """Critic and gate say nothing fits; BM25's coverage of the query has the last word, and
+    with no lexical search it cannot agree."""
+    decided, why = should_abstain(Evidence(0.9, [0.1], 1, bm25_coverage=coverage), LEXICAL)
+    assert decided is abstains
+    if abstains:
+        assert why is not None and "BM25's best hit covers 0.10 < 0.30" in why
+
+
+def test_coverage_is_ignored_when_the_thresholds_leave_it_out() -> None:
+    decided, why = should_abstain(Evidence(0.9, [0.1], 1, bm25_coverage=0.9), T)
+    assert decided and why is not None and "covers" not in why
+
+
 def test_the_reason_names_the_thresholds_origin() -> None:
     _, why = should_abstain(Evidence(0.9, [0.1], 1), T)
     assert why is not None and "(test)" in why and "0.900" in why
@@ -45,8 +69,9 @@ def test_the_reason_names_the_thresholds_origin() -> None:
     [
         ("critic_below", 1.5, r"critic_below must be a probability in \[0, 1\], got 1.5"),
         ("distance_above", -0.1, r"distance_above must be a cosine distance in \[0, 2\]"),
+        ("coverage_below", 1.2, r"coverage_below must be a share of the query in \[0, 1\]"),
     ],
-    ids=["critic", "distance"],
+    ids=["critic", "distance", "coverage"],
 )
 def test_bad_thresholds(field: str, value: float, match: str) -> None:
     args = {"critic_below": 0.1, "distance_above": 0.5, field: value}

@@ -169,6 +169,18 @@ BAD_DISTANCE_LAYERS: list[tuple[str, Callable[[Path], object], str]] = [
     ("threshold", lambda f: with_distance_layer(f, threshold=-0.1), "with_distance.threshold"),
     ("inputs", _distance_inputs, "'distance'"),
     ("not-an-object", lambda f: edit_calibration(f, with_distance=[1]), "'with_distance'"),
+    (
+        "abstain-missing-field",
+        lambda f: with_distance_layer(f, abstain={"critic_below": 0.5}),
+        r"with_distance.abstain needs critic_below, distance_above and coverage_below",
+    ),
+    (
+        "abstain-out-of-range",
+        lambda f: with_distance_layer(
+            f, abstain={"critic_below": 0.5, "distance_above": 0.3, "coverage_below": 3.0}
+        ),
+        "coverage_below must be a share",
+    ),
 ]
 
 
@@ -319,3 +331,15 @@ def test_a_bad_layer_is_not_written(tmp_path: Path) -> None:
     with pytest.raises(CriticLoadError, match="threshold"):
         add_distance_layer(folder, _other_layer(threshold=-1))
     assert (folder / CALIBRATION_FILE).read_bytes() == before
+
+
+def test_a_distance_layer_carries_its_abstention_thresholds(tmp_path: Path) -> None:
+    """The layer's ``abstain`` record binds with the layer; another model's critic has none."""
+    record = {"critic_below": 0.6, "distance_above": 0.3, "coverage_below": None}
+    critic = TransformerCritic(with_distance_layer(make_critic(tmp_path / "c"), abstain=record))
+    assert critic.abstain_thresholds is None  # not bound to the layer's model
+    bound = critic.for_model(DISTANCE_MODEL).abstain_thresholds
+    assert bound is not None
+    assert (bound.critic_below, bound.distance_above, bound.coverage_below) == (0.6, 0.3, None)
+    assert DISTANCE_MODEL in bound.source
+    assert critic.for_model("another-model").abstain_thresholds is None

@@ -385,3 +385,68 @@ def test_bad_vectors_are_never_written(fake_store: Store, vectors: list[list[flo
     with pytest.raises(InvalidInputError, match=r"vector|as many"):
         fake_store.upsert(["x"], ["text"], [{"source": "x.md"}], vectors)
     assert fake_store.count() == before
+
+
+class _Doubtful:
+    """A critic that keeps every chunk with a low score, and ships abstention thresholds."""
+
+    threshold = 0.1
+
+    def __init__(self, coverage_below: float | None = None) -> None:
+        from ragbrain.abstain import AbstainThresholds
+
+        self.abstain_thresholds = AbstainThresholds(
+            critic_below=0.5, distance_above=0.0, source="test", coverage_below=coverage_below
+        )
+
+    def score(self, query: str, passages: Any, distances: Any = None) -> list[float]:
+        return [0.2] * len(passages)
+
+
+def test_abstention_is_asked_for_and_says_why(fake_store: Store) -> None:
+    """With ``abstain`` the run hands over nothing when the evidence agrees nothing fits, and
+    the trace says why; without it the same run answers."""
+    graph = build_graph(fake_store, _Doubtful())
+    answered = CorrectiveRetriever(graph=graph).run("redis cache stampede")
+    assert answered["documents"] and answered["answerable"] is True
+    strict = CorrectiveRetriever(graph=graph, context=RetrievalContext(abstain=True))
+    out = strict.run("redis cache stampede")
+    assert out["documents"] == [] and out["answerable"] is False
+    assert out["abstain_reason"] is not None
+    assert "critic's best score (0.200) is below 0.500" in out["abstain_reason"]
+    assert "nothing is returned" in out["notes"][-1]
+    assert strict.invoke("redis cache stampede") == []
+
+
+def test_abstention_needs_bm25_to_agree_when_its_thresholds_use_coverage(
+    fake_store: Store,
+) -> None:
+    """A query whose words a note holds is covered by BM25: the run answers; one whose words
+    no note holds is not, and it abstains. Dense search has no coverage to give."""
+    from ragbrain.lexical import LexicalSearcher
+
+    graph = build_graph(
+        fake_store, _Doubtful(coverage_below=0.3), lexical=LexicalSearcher(fake_store)
+    )
+    strict = CorrectiveRetriever(graph=graph, context=RetrievalContext(abstain=True))
+    covered = strict.run("redis cache stampede")
+    assert covered["bm25_coverage"] is not None and covered["bm25_coverage"] >= 0.3
+    assert covered["answerable"] is True and covered["documents"]
+    assert "the evidence does not agree that nothing fits" in covered["notes"][-1]
+    missed = strict.run("quantum chromodynamics lattice")
+    assert missed["bm25_coverage"] == 0.0
+    assert missed["answerable"] is False and missed["documents"] == []
+    assert missed["abstain_reason"] is not None and "covers 0.00 < 0.30" in missed["abstain_reason"]
+    dense = CorrectiveRetriever(graph=build_graph(fake_store, _Doubtful(coverage_below=0.3)))
+    out = dense.run("quantum chromodynamics lattice")  # no lexical index: no coverage, no say
+    assert out.get("bm25_coverage") is None and out["answerable"] is True
+
+
+def test_abstention_without_thresholds_or_critic_is_said(fake_store: Store) -> None:
+    context = RetrievalContext(abstain=True)
+    judged = CorrectiveRetriever(graph=build_graph(fake_store, _KeepAll()), context=context)
+    out = judged.run("redis cache stampede")
+    assert out["answerable"] is True and out["documents"]
+    assert "no abstention thresholds" in out["notes"][-1]
+    off = CorrectiveRetriever(graph=build_graph(fake_store), context=context).run("redis cache")
+    assert off["answerable"] is True and "it needs the critic" in off["notes"][-1]

@@ -23,6 +23,14 @@ def mcp(
         typer.Option("--allow", help="A folder the ingest tool may read (repeatable)."),
     ] = None,
     critic: Annotated[bool, typer.Option(help="Run the critic (when one is installed).")] = True,
+    abstain: Annotated[
+        bool,
+        typer.Option(
+            "--abstain",
+            help="search answers nothing (answerable: false, with the reason) when the critic, "
+            "the best distance and BM25 all say nothing fits.",
+        ),
+    ] = False,
     watch: Annotated[
         bool, typer.Option("--watch", help="Keep the --allow folders in step, as `watch` does.")
     ] = False,
@@ -84,6 +92,7 @@ def mcp(
             critic="default" if critic else None,
             inbox=inbox,
             watch=watch,
+            abstain=abstain,
             embeddings=embeddings_for(embedding) if embedding else None,
         )
     except RagbrainError as exc:

@@ -51,6 +51,14 @@ def query(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     store: StoreOption = None,
     critic: Annotated[bool, typer.Option(help="Run the critic (when one is installed).")] = True,
+    abstain: Annotated[
+        bool,
+        typer.Option(
+            "--abstain",
+            help="Hand over nothing, saying why, when the critic, the best distance and BM25 "
+            "all say nothing fits (off by default; docs/quality.md has its measured cost).",
+        ),
+    ] = False,
     server: ServerOption = None,
 ) -> None:
     """Retrieve chunks for TEXT and show every decision the pipeline made.
@@ -73,6 +81,7 @@ def query(
 
     try:
         with loading():
+            from ragbrain.context import RetrievalContext
             from ragbrain.render import print_json, print_run
             from ragbrain.retriever import CorrectiveRetriever
             from ragbrain.store.resilience import StorePolicy
@@ -82,6 +91,7 @@ def query(
                 critic="default" if critic else None,
                 server=server,
                 policy=StorePolicy.from_env(),
+                context=RetrievalContext(abstain=abstain),
             )
         output = retriever.run(text, k=k, type_filter=type_ or None, filters=filters)
         unknown = retriever.unknown_types(type_ or None)

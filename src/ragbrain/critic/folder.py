@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragbrain.critic.features import DISTANCE_LIST_NAMES, FEATURE_NAMES, LIST_NAMES
 from ragbrain.embeddings import minilm_path
-from ragbrain.errors import CriticLoadError
+from ragbrain.errors import CriticLoadError, InvalidInputError
 
 if TYPE_CHECKING:
     import torch
@@ -91,6 +91,29 @@ def _check_distance_layer(path: Path, layer: Any, where: str = WITH_DISTANCE) ->
         raise CriticLoadError(f"{path}: {where}.embedding_model must name a model.")
     _check_threshold(path, layer.get("threshold"), f"{where}.threshold")
     _check_combiner(path, layer.get("combiner"), (DISTANCE_INPUTS, DISTANCE_LIST_INPUTS))
+    if "abstain" in layer:
+        _check_abstain(path, layer["abstain"], f"{where}.abstain")
+
+
+def _check_abstain(path: Path, record: Any, where: str) -> None:
+    """An abstention record: ``critic_below``, ``distance_above`` and ``coverage_below``
+    (``ragbrain.abstain.AbstainThresholds``; coverage may be null)."""
+    from ragbrain.abstain import AbstainThresholds
+
+    if not isinstance(record, dict):
+        raise CriticLoadError(f"{path}: {where} must be an object.")
+    try:
+        AbstainThresholds(
+            float(record["critic_below"]),
+            float(record["distance_above"]),
+            coverage_below=None
+            if record.get("coverage_below") is None
+            else float(record["coverage_below"]),
+        )
+    except (KeyError, TypeError, ValueError, InvalidInputError) as exc:
+        raise CriticLoadError(
+            f"{path}: {where} needs critic_below, distance_above and coverage_below ({exc})."
+        ) from exc
 
 
 def _check_more_layers(path: Path, calibration: dict[str, Any]) -> None:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ragbrain.abstain import AbstainThresholds
 from ragbrain.critic.base import keep_across_languages
 from ragbrain.critic.combiner import combine
 from ragbrain.critic.features import LexicalFeatures, list_columns
@@ -128,6 +129,16 @@ class TransformerCritic:
         source: dict[str, Any] = layer if layer is not None else self.calibration
         self.threshold = float(source["threshold"])
         self.combiner: dict[str, Any] | None = source.get("combiner")
+        record = layer.get("abstain") if layer is not None else None
+        self.abstain_thresholds: AbstainThresholds | None = None
+        if record is not None:
+            cut = record.get("coverage_below")
+            self.abstain_thresholds = AbstainThresholds(
+                float(record["critic_below"]),
+                float(record["distance_above"]),
+                f"fit on every shared set's train/dev for {embedding_model}",
+                coverage_below=None if cut is None else float(cut),
+            )
 
     def for_model(self, embedding_model: str | None) -> TransformerCritic:
         """This critic (sharing its model) judging distances of ``embedding_model``: with its

@@ -65,6 +65,12 @@ CONFIGS: tuple[Config, ...] = (
     Config("adaptive+gate+critic", "ragbrain dense: + critic", context=DENSE, critic=True),
     # The retriever as it ships: hybrid search, adaptive depth, gate and fallback, critic.
     Config("default", "as shipped: hybrid, adaptive, gate + fallback, critic", critic=True),
+    Config(
+        "abstain",
+        "as shipped, with abstention on (the critic, the distance and BM25 agree: empty)",
+        context={"abstain": True},
+        critic=True,
+    ),
 )
 
 

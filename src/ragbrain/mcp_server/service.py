@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ragbrain.context import RetrievalContext
 from ragbrain.critic.base import threshold_label
 from ragbrain.embeddings import model_name_of
 from ragbrain.errors import InvalidInputError, RagbrainError
@@ -110,6 +111,7 @@ class RagbrainService:
         watch: bool = False,
         debounce: float = 1.0,
         inbox: str | Path | None = None,
+        abstain: bool = False,
     ) -> None:
         """Check the settings; nothing is loaded yet.
 
@@ -126,6 +128,9 @@ class RagbrainService:
             debounce: Seconds of quiet that end a burst of saves (with ``watch``).
             inbox: The folder ``remember`` writes notes to; it must lie inside an allowed
                 folder (links followed). None turns ``remember`` off.
+            abstain: ``RetrievalContext.abstain`` for every search: an empty answer with
+                ``answerable`` false when the critic, the best distance and BM25 all say
+                nothing fits.
 
         Raises:
             InvalidInputError: An allowed folder does not exist, ``watch`` without any, or
@@ -137,6 +142,7 @@ class RagbrainService:
         self.allowed = check_roots(allowed)
         self.inbox = None if inbox is None else Inbox.inside(inbox, self.allowed)
         self._critic_choice = critic
+        self._context = RetrievalContext(abstain=abstain)
         self._embeddings = embeddings
         self._loaded: Loaded | None = None
         self._load_lock = threading.Lock()
@@ -182,7 +188,9 @@ class RagbrainService:
 
             lexical = LexicalSearcher(store)
             graph = build_graph(store, critic, critic_off_reason=off_reason, lexical=lexical)
-            retriever = CorrectiveRetriever(graph=graph, known_types=store.known_types)
+            retriever = CorrectiveRetriever(
+                graph=graph, known_types=store.known_types, context=self._context
+            )
             if critic is None:
                 status = f"off: {off_reason}"
             else:

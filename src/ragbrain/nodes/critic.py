@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
+from ragbrain.abstain import Evidence, should_abstain
 from ragbrain.compound import split_compound
 from ragbrain.context import RetrievalContext, context_of
 from ragbrain.critic.base import Critic, keep_mask, threshold_label
@@ -93,6 +94,57 @@ def abstention(
     return True, None
 
 
+def _chosen(
+    scores: Sequence[float], threshold: float, depth: int, bests: Sequence[int] | None
+) -> list[int]:
+    """Indices of the judged hits to hand over, in rank order.
+
+    Without parts, the kept ones up to the depth and, past it, only those the critic scored
+    above its cut: its evidence raises the depth, a pass it gave without judging (at the cut)
+    does not. With a compound question's parts (``bests``: each part's best-judged hit, or
+    -1), each part's best, when kept, has a place whatever its rank; the rest fill up to the
+    depth in rank order (the parts share it).
+    """
+    keep = keep_mask(scores, threshold)
+    chosen = [i for i in range(len(scores)) if keep[i]]
+    if bests is None:
+        return [i for n, i in enumerate(chosen) if n < depth or scores[i] > threshold]
+    own = {i for i in bests if i >= 0 and keep[i]}
+    room = max(depth - len(own), 0)
+    rest = [i for i in chosen if i not in own][:room]
+    return sorted(own | set(rest))
+
+
+def evidence_abstention(
+    critic: Critic, state: RetrievalState, scores: Sequence[float]
+) -> tuple[bool, str | None, str]:
+    """``RetrievalContext.abstain``: whether the critic's scores, the best distance of the
+    judged hits and BM25's coverage of the query agree that nothing fits
+    (``ragbrain.abstain.should_abstain``, with the thresholds the critic ships for the
+    store's model).
+
+    Returns:
+        ``(answerable, reason, note)``: the note says what the rule saw when it answered.
+    """
+    thresholds = getattr(critic, "abstain_thresholds", None)
+    if thresholds is None:
+        return (
+            True,
+            None,
+            (
+                "abstention asked, but the critic has no abstention thresholds for this store's "
+                "embedding model"
+            ),
+        )
+    hits = state["hits"]
+    best = min((hit["distance"] for hit in hits), default=None)
+    evidence = Evidence(best, scores, len(hits), bm25_coverage=state.get("bm25_coverage"))
+    abstain, why = should_abstain(evidence, thresholds)
+    if abstain:
+        return False, why, ""
+    return True, None, "abstention: the evidence does not agree that nothing fits"
+
+
 def make_critic_filter(critic: Critic | None, off_reason: str = "no critic configured") -> Node:
     """Bind a critic (or None: keep every hit, saying ``off_reason``) into ``critic_filter``."""
 
@@ -112,6 +164,8 @@ def make_critic_filter(critic: Critic | None, off_reason: str = "no critic confi
             note = f"critic {status}; kept all {len(documents)}"
             if len(hits) > len(documents):
                 note += f" of the first {state['depth']} (the depth) of {len(hits)} candidates"
+            if context.abstain:
+                note += "; abstention asked, but it needs the critic: only an empty search abstains"
         else:
             threshold = context.critic_threshold
             if threshold is None:
@@ -124,23 +178,14 @@ def make_critic_filter(critic: Critic | None, off_reason: str = "no critic confi
                 # A chunk that answers one part is judged against that part, not the whole.
                 scores, answers, bests = judge_parts(critic, parts, hits, scores)
             status = f"on ({threshold_label(critic, threshold)})"
-            keep = keep_mask(scores, threshold)
-            depth = state["depth"]
-            chosen = [i for i in range(len(hits)) if keep[i]]
-            if parts:
-                # Each part's best-judged chunk, when kept, has a place whatever its rank; the
-                # rest fill up to the depth in rank order (a compound question's parts share it).
-                own = {i for i in bests if i >= 0 and keep[i]}
-                room = max(depth - len(own), 0)
-                rest = [i for i in chosen if i not in own][:room]
-                chosen = sorted(own | set(rest))
-            else:
-                # Past the depth, only chunks the critic scored above its cut are handed over:
-                # its evidence raises the depth, a pass it gave without judging (at the cut)
-                # does not.
-                chosen = [i for n, i in enumerate(chosen) if n < depth or scores[i] > threshold]
+            chosen = _chosen(scores, threshold, state["depth"], bests if parts else None)
             documents = [_document(hits[i], scores[i], state, status, answers[i]) for i in chosen]
             answerable, reason = abstention(hits, scores, len(documents), threshold)
+            asked = ""
+            if context.abstain and answerable:
+                answerable, reason, asked = evidence_abstention(critic, state, scores)
+                if not answerable:
+                    documents = []
             dropped = len(hits) - len(documents)
             note = f"critic {status}: kept {len(documents)}, dropped {dropped} of {len(hits)}"
             if len(documents) > state["depth"]:
@@ -148,6 +193,8 @@ def make_critic_filter(critic: Critic | None, off_reason: str = "no critic confi
             if parts:
                 for_parts = sum(answers[i] is not None for i in chosen)
                 note += f"; judged against each part as well: {for_parts} kept for a part"
+            if context.abstain and asked:
+                note += f"; {asked}"
         if reason is not None:
             note += f"; nothing is returned: {reason}"
         return {

@@ -55,6 +55,7 @@ def make_fallback_search(store: Store, lexical: LexicalSearcher | None = None) -
         query, wanted, types = state["query"], state["candidates"], state.get("type_filter")
         filters = Filters.parse(state.get("filters"))
         hybrid = context_of(runtime).search_mode == "hybrid" and lexical is not None
+        coverage: float | None = None  # BM25's coverage of the query in the type-free search
 
         def dense(k: int) -> list[Hit]:
             return store.search(query, k, None, filters) if filters else store.search(query, k)
@@ -80,6 +81,7 @@ def make_fallback_search(store: Store, lexical: LexicalSearcher | None = None) -
                     store, lexical.index, query, wanted, trust_dense=trust, filters=filters
                 )
                 merged = merge_hits(state["hits"], rescued(wide.hits), wanted)
+                coverage = wide.weights.bm25_best
                 rungs = f"without the type filter (hybrid; {wide.weights.describe()})"
             else:
                 rankings: list[list[Hit] | list[str]] = [state["hits"]]
@@ -100,6 +102,9 @@ def make_fallback_search(store: Store, lexical: LexicalSearcher | None = None) -
         note = f"fallback search {rungs}: {new} new of {len(merged)} kept"
         if filters:
             note += f" (the path, tag and date filters kept: {filters.describe()})"
-        return {"hits": merged, "notes": [note]}  # the gate set "fallback"
+        out: dict[str, Any] = {"hits": merged, "notes": [note]}  # the gate set "fallback"
+        if coverage is not None:
+            out["bm25_coverage"] = max(coverage, state.get("bm25_coverage") or 0.0)
+        return out
 
     return fallback_search

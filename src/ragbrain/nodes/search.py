@@ -90,6 +90,8 @@ def make_vector_search(store: Store, lexical: LexicalSearcher | None = None) -> 
             unknown = unknown_types(types, store.known_types())
             if unknown:
                 notes.append(f"type filter: {unknown_types_message(unknown)}")
-        return {"hits": hits, "notes": notes}
+        # The best-covered search (a compound question's parts each have their own).
+        coverage = max((w.bm25_best for w in weights), default=None) if hybrid else None
+        return {"hits": hits, "bm25_coverage": coverage, "notes": notes}
 
     return vector_search
