@@ -6,8 +6,10 @@ judged chunk below ``critic_below``, the best cosine distance is above ``distanc
 query can score (its score over the sum of the query terms' IDF: a question asked of a note
 that holds its answer usually repeats some of its rarer words). A poor gate verdict alone
 never empties an answer, nor does a critic that is off. The thresholds are fit
-leave-one-domain-out on the missing-answer scenario (``python -m benchmarks.lodo``): the most
-answerless queries refused while at most 5% of the answerable ones are, on every fit set.
+on the missing-answer scenario (``python -m benchmarks.lodo``): the most answerless queries
+refused while at most 5% of the answerable ones are, on every fit set. The critic ships the
+cuts fit on every shared set with each distance layer (``TransformerCritic.abstain_thresholds``;
+``RetrievalContext.abstain`` turns them on).
 
 ``hand_over`` is the other half of the decision: which judged chunks are handed over. The
 critic judges a fixed number of candidates (10), and the query's adaptive depth caps how many
@@ -62,25 +64,13 @@ class AbstainThresholds:
             )
 
 
-#: Fit on the missing-answer scenario of every shared data set's train/dev queries with
-#: all-MiniLM-L6-v2 stores and the shipped critic judging its own adaptive-depth list
-#: (``python -m benchmarks.lodo``, "all sets" row of ``benchmarks/results/lodo.md``). The fit
-#: found no distance cut that helps (``distance_above`` 0: the critic's side decides), and
-#: LODO it refuses 0-9% of answerless queries: too weak to wire in yet (docs/quality.md).
-SHIPPED = AbstainThresholds(
-    critic_below=0.104, distance_above=0.0, source="fit on every shared set's train/dev"
-)
-
-
 def best_score(scores: Sequence[float]) -> float | None:
     """The highest finite score (None when there is none)."""
     finite = [s for s in scores if not math.isnan(s)]
     return max(finite) if finite else None
 
 
-def should_abstain(
-    evidence: Evidence, thresholds: AbstainThresholds = SHIPPED
-) -> tuple[bool, str | None]:
+def should_abstain(evidence: Evidence, thresholds: AbstainThresholds) -> tuple[bool, str | None]:
     """Whether the run should hand over nothing, and the reason for the trace.
 
     Args:
