@@ -176,6 +176,7 @@ def test_a_server_started_with_abstain_answers_nothing_when_nothing_fits(
         embeddings=fake_embeddings,
         abstain=abstain,
     )
+    assert service.stats().abstain is abstain
     result = service.search("backup", None, None)
     assert result.answerable is not abstain and bool(result.chunks) is not abstain
     if abstain:

@@ -422,6 +422,7 @@ class RagbrainService:
             embedding_model=model_name_of(store.embeddings),
             critic=loaded.critic,
             gate_threshold=run_gate(store, loaded.retriever.context.gate_threshold)[0],
+            abstain=loaded.retriever.context.abstain,
             allowed_roots=[str(root) for root in self.allowed],
             inbox=None if self.inbox is None else str(self.inbox.folder),
         )
