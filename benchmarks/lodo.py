@@ -274,20 +274,17 @@ def evidence_rows(
     scenario: MissingAnswer,
     weight: float,
     scorer: Scorer,
-    *,
-    adaptive: bool = False,
 ) -> list[EvidenceRow]:
     """Per scenario query: (answerable, the critic's best score, the best distance, BM25's
-    coverage) of its judged list over the pruned store (the hybrid top 10, or with
-    ``adaptive`` the top ``depth``, as the graph judges today)."""
+    coverage) of its judged list over the pruned store (the hybrid top ``JUDGE_K``, as the
+    graph judges)."""
     from ragbrain.abstain import best_score
 
     out = []
     for record in data.records:
         if record.id not in scenario.answerable | scenario.unanswerable:
             continue
-        docs = candidates(record, scenario.removed, weight)
-        docs = docs[: record.depth if adaptive else JUDGE_K]
+        docs = candidates(record, scenario.removed, weight)[:JUDGE_K]
         scores = scorer(data, record, docs)
         best = best_score(scores)
         distance = min((record.distance[d] for d in docs), default=2.0)
@@ -406,14 +403,12 @@ def ship_layer(folder: Path, fold: dict[str, Any], model: str, names: Sequence[s
 
 def _layer_of(folder: Path, model: str) -> dict[str, Any]:
     """``folder``'s distance layer for ``model`` (a copy)."""
-    from ragbrain.critic.folder import MORE_DISTANCE, WITH_DISTANCE, read_calibration
+    from ragbrain.critic.folder import distance_layers, read_calibration
 
-    calibration = read_calibration(folder)
-    layers = [calibration.get(WITH_DISTANCE), *calibration.get(MORE_DISTANCE, [])]
-    mine = [layer for layer in layers if layer and layer["embedding_model"] == model]
-    if not mine:
+    layer = distance_layers(read_calibration(folder)).get(model)
+    if layer is None:
         raise SystemExit(f"{folder} has no distance layer for {model}")
-    return dict(mine[0])
+    return dict(layer)
 
 
 def ship_threshold(
