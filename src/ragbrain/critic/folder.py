@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ragbrain.abstain import AbstainThresholds
 from ragbrain.critic.features import DISTANCE_LIST_NAMES, FEATURE_NAMES, LIST_NAMES
 from ragbrain.embeddings import minilm_path
 from ragbrain.errors import CriticLoadError, InvalidInputError
@@ -98,8 +99,6 @@ def _check_distance_layer(path: Path, layer: Any, where: str = WITH_DISTANCE) ->
 def _check_abstain(path: Path, record: Any, where: str) -> None:
     """An abstention record: ``critic_below``, ``distance_above`` and ``coverage_below``
     (``ragbrain.abstain.AbstainThresholds``; coverage may be null)."""
-    from ragbrain.abstain import AbstainThresholds
-
     if not isinstance(record, dict):
         raise CriticLoadError(f"{path}: {where} must be an object.")
     try:
