@@ -119,3 +119,8 @@ def test_fold_params(tmp_path: Path) -> None:
         fold_params(tmp_path / "bad.json", "a")
     with pytest.raises(InvalidInputError, match="not a readable LODO result"):
         fold_params(tmp_path / "missing.json", "a")
+    fitted_on = tmp_path / "lodo-minilm.json"
+    fitted_on.write_text(json.dumps({"embedding_model": "m1", "folds": folds_}), encoding="utf-8")
+    assert fold_params(fitted_on, "a", "m1")["shipped_layer_threshold"] == 0.2
+    with pytest.raises(InvalidInputError, match="was fit on m1 stores, and this evaluation runs"):
+        fold_params(fitted_on, "a", "m2")

@@ -150,8 +150,9 @@ def test_eval_runs_the_scenario(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     [
         (["--scenario", "nope"], r"Unknown scenario\(s\) \['nope'\]; known: \['missing-answer'\]"),
         (["--lodo", "missing.json"], "not a readable LODO result"),
+        (["--embedding", "bert"], r"Unknown --embedding 'bert'; known: minilm\|e5-small"),
     ],
-    ids=["unknown-scenario", "missing-lodo-file"],
+    ids=["unknown-scenario", "missing-lodo-file", "unknown-embedding"],
 )
 def test_eval_cli_refuses(tmp_path: Path, args: list[str], match: str) -> None:
     import re

@@ -51,10 +51,17 @@ def eval_(
             "threshold its fold fit without this data set (refused if the fold saw it).",
         ),
     ] = None,
+    embedding: Annotated[
+        str | None,
+        typer.Option(
+            "--embedding",
+            help="The evaluation store's embedding model: minilm or e5-small [default: minilm].",
+        ),
+    ] = None,
 ) -> None:
     """Evaluate the retriever configurations on a BEIR split: quality, behaviour, latency."""
     from ragbrain.context import RetrievalContext
-    from ragbrain.embeddings import default_embeddings
+    from ragbrain.embeddings import EMBEDDING_CHOICES, embeddings_for, model_name_of
     from ragbrain.evaluation.evaluate import EvalOptions, eval_critic, evaluate, stage_reporter
     from ragbrain.evaluation.report import markdown_table
 
@@ -72,20 +79,27 @@ def eval_(
     unknown = sorted(set(scenario or []) - {"missing-answer"})
     if unknown:
         raise fail(InvalidInputError(f"Unknown scenario(s) {unknown}; known: ['missing-answer']."))
+    if embedding is not None and embedding not in EMBEDDING_CHOICES:
+        raise fail(
+            InvalidInputError(
+                f"Unknown --embedding {embedding!r}; known: {'|'.join(EMBEDDING_CHOICES)}."
+            )
+        )
     try:
         with stage_reporter(err) as reporter:
             base = RetrievalContext() if gate is None else RetrievalContext(gate_threshold=gate)
+            embeddings = embeddings_for(embedding)
             if lodo is not None:
                 from dataclasses import replace
 
                 from ragbrain.evaluation.lodo import fold_params
 
-                fitted = fold_params(lodo, data.name)
+                fitted = fold_params(lodo, data.name, model_name_of(embeddings))
                 threshold = fitted.get("shipped_layer_threshold")
                 if isinstance(threshold, float):
                     base = replace(base, critic_threshold=threshold)
             critic_ = eval_critic(critic)
-            payload = evaluate(data, options, default_embeddings(), critic_, reporter, base=base)
+            payload = evaluate(data, options, embeddings, critic_, reporter, base=base)
     except RagbrainError as exc:
         raise fail(exc) from exc
     out.print(markdown_table(payload["summary"]), highlight=False)

@@ -132,13 +132,18 @@ def check_unseen(fold: Fold, fitted_on: Sequence[tuple[str, str]]) -> None:
         )
 
 
-def fold_params(path: str | Path, data_set: str) -> dict[str, object]:
+def fold_params(
+    path: str | Path, data_set: str, embedding_model: str | None = None
+) -> dict[str, object]:
     """The parameters ``python -m benchmarks.lodo`` fit for the fold holding ``data_set`` apart
-    (its ``folds`` entry in ``lodo.json``), checked to be unseen (``check_unseen``).
+    (its ``folds`` entry in ``lodo.json``), checked to be unseen (``check_unseen``) and, when
+    ``embedding_model`` is given, fit on stores of that model (a critic threshold is a
+    threshold on that model's distances).
 
     Raises:
         InvalidInputError: The file is missing or not a LODO result, it has no fold for
-            ``data_set``, or the fold's parameters were fit on ``data_set``'s domain.
+            ``data_set``, the fold's parameters were fit on ``data_set``'s domain, or on
+            stores of another embedding model.
     """
     import json
 
@@ -150,6 +155,13 @@ def fold_params(path: str | Path, data_set: str) -> dict[str, object]:
     all_folds = payload.get("folds") if isinstance(payload, dict) else None
     if not isinstance(all_folds, dict):
         raise InvalidInputError(f"{file}: no 'folds' (write it with `python -m benchmarks.lodo`).")
+    fit_model = payload.get("embedding_model")
+    if embedding_model is not None and fit_model is not None and fit_model != embedding_model:
+        raise InvalidInputError(
+            f"{file} was fit on {fit_model} stores, and this evaluation runs on "
+            f"{embedding_model}: use the LODO result of that model (`python -m benchmarks.lodo "
+            "--embedding ...`)."
+        )
     params = all_folds.get(data_set)
     if not isinstance(params, dict):
         raise InvalidInputError(
