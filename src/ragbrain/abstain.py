@@ -63,6 +63,22 @@ class AbstainThresholds:
                 f"coverage_below must be a share of the query in [0, 1], got {self.coverage_below}."
             )
 
+    @classmethod
+    def from_record(cls, record: dict[str, object], source: str) -> AbstainThresholds:
+        """The cuts a critic layer's ``abstain`` record holds (``coverage_below`` may be null).
+
+        Raises:
+            KeyError, TypeError, ValueError: A field is missing or not a number.
+            InvalidInputError: A cut is out of its range.
+        """
+        cut = record.get("coverage_below")
+        return cls(
+            float(record["critic_below"]),  # type: ignore[arg-type]
+            float(record["distance_above"]),  # type: ignore[arg-type]
+            source,
+            coverage_below=None if cut is None else float(cut),  # type: ignore[arg-type]
+        )
+
 
 def best_score(scores: Sequence[float]) -> float | None:
     """The highest finite score (None when there is none)."""

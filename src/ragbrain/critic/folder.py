@@ -102,13 +102,7 @@ def _check_abstain(path: Path, record: Any, where: str) -> None:
     if not isinstance(record, dict):
         raise CriticLoadError(f"{path}: {where} must be an object.")
     try:
-        AbstainThresholds(
-            float(record["critic_below"]),
-            float(record["distance_above"]),
-            coverage_below=None
-            if record.get("coverage_below") is None
-            else float(record["coverage_below"]),
-        )
+        AbstainThresholds.from_record(record, where)
     except (KeyError, TypeError, ValueError, InvalidInputError) as exc:
         raise CriticLoadError(
             f"{path}: {where} needs critic_below, distance_above and coverage_below ({exc})."

@@ -132,13 +132,8 @@ class TransformerCritic:
         record = layer.get("abstain") if layer is not None else None
         self.abstain_thresholds: AbstainThresholds | None = None
         if record is not None:
-            cut = record.get("coverage_below")
-            self.abstain_thresholds = AbstainThresholds(
-                float(record["critic_below"]),
-                float(record["distance_above"]),
-                f"fit on every shared set's train/dev for {embedding_model}",
-                coverage_below=None if cut is None else float(cut),
-            )
+            origin = f"fit on every shared set's train/dev for {embedding_model}"
+            self.abstain_thresholds = AbstainThresholds.from_record(record, origin)
 
     def for_model(self, embedding_model: str | None) -> TransformerCritic:
         """This critic (sharing its model) judging distances of ``embedding_model``: with its
