@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from ragbrain.abstain import AbstainThresholds
 from ragbrain.errors import InvalidInputError
 from ragbrain.inputs import check_k
+from ragbrain.lexical.fusion import DENSE_SHARE
 
 if TYPE_CHECKING:
     from langgraph.runtime import Runtime
@@ -185,6 +187,25 @@ class RetrievalContext:
         },
     )
 
+    abstain_thresholds: AbstainThresholds | None = field(
+        default=None,
+        metadata={
+            "description": "The cuts 'abstain' applies (critic below, distance above, BM25 "
+            "coverage below); None uses the ones the critic ships for the store's model. "
+            "`ragbrain eval --lodo` sets a fold's own."
+        },
+    )
+
+    dense_share: float = field(
+        default=DENSE_SHARE,
+        metadata={
+            "description": "The dense side's share of the hybrid fusion, in [0, 1] (the rest "
+            "is BM25's, weighed by how much of the query it matches). The default was chosen "
+            "on every shared data set's train/dev queries; `ragbrain eval --lodo` sets a "
+            "fold's own."
+        },
+    )
+
     dense_languages: tuple[str, ...] | None = field(
         default=None,
         metadata={
@@ -214,6 +235,24 @@ class RetrievalContext:
             raise InvalidInputError(
                 f"critic_threshold must be in [0, 1] or None, got {self.critic_threshold}."
             )
+        cuts: object = self.abstain_thresholds
+        if isinstance(cuts, dict):  # a context given as JSON (Studio, a LangGraph server)
+            try:
+                cuts = AbstainThresholds.from_record(cuts, "set in the run's context")
+            except InvalidInputError:
+                raise  # a cut out of its range, already named
+            except (KeyError, TypeError, ValueError) as exc:
+                raise InvalidInputError(
+                    "abstain_thresholds needs critic_below, distance_above and "
+                    f"coverage_below (a number or null), got {cuts!r}."
+                ) from exc
+            object.__setattr__(self, "abstain_thresholds", cuts)
+        if cuts is not None and not isinstance(cuts, AbstainThresholds):
+            raise InvalidInputError(
+                f"abstain_thresholds must be AbstainThresholds or None, got {cuts!r}."
+            )
+        if not 0.0 <= self.dense_share <= 1.0:
+            raise InvalidInputError(f"dense_share must be in [0, 1], got {self.dense_share}.")
         check_k(self.k)
         check_k(self.judged, name="judged")
         check_k(self.judged_compound, name="judged_compound")

@@ -86,8 +86,8 @@ def write_behind_its_back(store: Store, id_: str, text: str, type_: str) -> None
 
 
 class CutOff:
-    """A collection whose graph search never reaches one chunk (asking for every chunk,
-    Chroma compares with each one, so that listing still finds it)."""
+    """A collection whose graph search never reaches one chunk, except when every chunk is
+    asked for (a beam as wide as the store still found it in the crash tests)."""
 
     def __init__(self, collection: Any, lost: str) -> None:
         self._collection, self.lost = collection, lost

@@ -180,3 +180,23 @@ def test_any_other_model_is_trusted_in_every_language(fake_store: Store) -> None
     from ragbrain.lexical.fusion import dense_trusted
 
     assert dense_trusted(fake_store, "แคช", None)  # the fake model is not the default one
+
+
+def test_the_dense_share_is_a_setting_of_the_run(fake_store: Store) -> None:
+    """``dense_share`` reaches the fusion: 0 leaves BM25's order, 1 the dense one (min-max
+    scaled, so its last hit ties with the BM25-only ones at 0), and the trace names it."""
+    query = "redis cache stampede"
+    shipped = run(fake_store, query, k=4)
+    assert "dense 0.30" in shipped["notes"][1]
+    dense_only = run(fake_store, query, k=4, dense_share=1.0)
+    assert "dense 1.00" in dense_only["notes"][1]
+    dense = [h["id"] for h in fake_store.search(query, 4)]
+    assert [d.id for d in dense_only["documents"]][:3] == dense[:3]
+    lexical = run(fake_store, query, k=4, dense_share=0.0)
+    assert "BM25's order stands" in lexical["notes"][1]
+
+
+@pytest.mark.parametrize("share", [-0.1, 1.5])
+def test_the_dense_share_is_checked(share: float) -> None:
+    with pytest.raises(InvalidInputError, match="dense_share must be in"):
+        RetrievalContext(dense_share=share)

@@ -124,3 +124,26 @@ def test_fold_params(tmp_path: Path) -> None:
     assert fold_params(fitted_on, "a", "m1")["shipped_layer_threshold"] == 0.2
     with pytest.raises(InvalidInputError, match="was fit on m1 stores, and this evaluation runs"):
         fold_params(fitted_on, "a", "m2")
+
+
+def test_fold_context_carries_what_the_fold_fit() -> None:
+    from ragbrain.abstain import AbstainThresholds
+    from ragbrain.context import RetrievalContext
+    from ragbrain.evaluation.lodo import fold_context
+
+    cuts = {"critic_below": 0.7, "distance_above": 0.43, "coverage_below": 0.25}
+    params = {"shipped_layer_threshold": 0.03, "dense_share": 0.2, "abstention_shipped": cuts}
+    base = RetrievalContext(abstain=True, gate_threshold=0.4)
+    context = fold_context(params, "lodo.json (fold a)", base)
+    assert context == RetrievalContext(
+        abstain=True,
+        gate_threshold=0.4,  # the caller's settings stay
+        critic_threshold=0.03,
+        dense_share=0.2,
+        abstain_thresholds=AbstainThresholds(0.7, 0.43, "lodo.json (fold a)", 0.25),
+    )
+    assert fold_context({"fit_on": []}, "old.json") == RetrievalContext()  # older results
+    with pytest.raises(InvalidInputError, match="malformed 'abstention_shipped'"):
+        fold_context({"abstention_shipped": {"critic_below": 0.7}}, "bad.json")
+    with pytest.raises(InvalidInputError, match="distance_above must be a cosine distance"):
+        fold_context({"abstention_shipped": {**cuts, "distance_above": 3.0}}, "bad.json")

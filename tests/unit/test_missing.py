@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -175,3 +176,48 @@ def test_questions_on_one_passage_count_towards_the_share(seed: int) -> None:
     split = split_missing(qrels, list(qrels), seed=seed)
     assert len(split.unanswerable) == len(split.answerable) == 10
     assert len(split.removed) == 2
+
+
+def test_eval_lodo_runs_with_what_the_fold_fit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``eval --lodo`` hands the fold's critic threshold, dense share and abstention cuts to
+    the evaluated runs (the stub stands for the evaluation: no model loads)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    import ragbrain.embeddings
+    import ragbrain.evaluation.evaluate as evaluation
+    from ragbrain.abstain import AbstainThresholds
+    from ragbrain.cli import app
+
+    seen: dict[str, Any] = {}
+
+    def stub(
+        data: Path, options: Any, embeddings: Any, critic: Any, reporter: Any, base: Any
+    ) -> dict[str, Any]:
+        seen["base"] = base
+        return {"summary": {}, "dataset": data.name, "split": "test"}
+
+    monkeypatch.setattr(evaluation, "evaluate", stub)
+    monkeypatch.setattr(evaluation, "eval_critic", lambda folder: None)
+    monkeypatch.setattr(ragbrain.embeddings, "embeddings_for", lambda name: BagOfWordsEmbeddings())
+    folder = make_folder(tmp_path / "tiny")
+    cuts = {"critic_below": 0.7, "distance_above": 0.43, "coverage_below": 0.25}
+    fold = {
+        "fit_on": [["other", "train"]],
+        "shipped_layer_threshold": 0.03,
+        "dense_share": 0.2,
+        "abstention_shipped": cuts,
+    }
+    result_file = tmp_path / "lodo.json"
+    result_file.write_text(json.dumps({"folds": {"tiny": fold}}), encoding="utf-8")
+    args = ["eval", "--data", str(folder), "--lodo", str(result_file), "--out", str(tmp_path)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    base = seen["base"]
+    assert base.critic_threshold == 0.03 and base.dense_share == 0.2
+    assert base.abstain_thresholds == AbstainThresholds(
+        0.7, 0.43, f"{result_file} (fold tiny)", 0.25
+    )

@@ -450,3 +450,44 @@ def test_abstention_without_thresholds_or_critic_is_said(fake_store: Store) -> N
     assert "no abstention thresholds" in out["notes"][-1]
     off = CorrectiveRetriever(graph=build_graph(fake_store), context=context).run("redis cache")
     assert off["answerable"] is True and "it needs the critic" in off["notes"][-1]
+
+
+def test_the_run_may_bring_its_own_abstention_cuts(fake_store: Store) -> None:
+    """``RetrievalContext.abstain_thresholds`` replaces the critic's shipped cuts, both ways:
+    a critic without any then abstains, and looser cuts let a doubtful critic's run answer."""
+    from ragbrain.abstain import AbstainThresholds
+
+    class LowScores:
+        threshold = 0.1
+
+        def score(self, query: str, passages: Any, distances: Any = None) -> list[float]:
+            return [0.2] * len(passages)
+
+    cuts = AbstainThresholds(critic_below=0.5, distance_above=0.0, source="the run's")
+    strict = RetrievalContext(abstain=True, abstain_thresholds=cuts)
+    out = CorrectiveRetriever(graph=build_graph(fake_store, LowScores()), context=strict).run(
+        "redis cache stampede"
+    )
+    assert out["answerable"] is False and out["documents"] == []
+    assert out["abstain_reason"] is not None and "below 0.500" in out["abstain_reason"]
+    loose = RetrievalContext(
+        abstain=True, abstain_thresholds=AbstainThresholds(0.1, 0.0, "the run's")
+    )
+    out = CorrectiveRetriever(graph=build_graph(fake_store, _Doubtful()), context=loose).run(
+        "redis cache stampede"
+    )
+    assert out["answerable"] is True and out["documents"]
+
+
+def test_abstention_cuts_given_as_json_are_read_and_checked() -> None:
+    from ragbrain.abstain import AbstainThresholds
+
+    record = {"critic_below": 0.6, "distance_above": 0.4, "coverage_below": None}
+    cuts = RetrievalContext(abstain_thresholds=record).abstain_thresholds  # type: ignore[arg-type]
+    assert cuts == AbstainThresholds(0.6, 0.4, "set in the run's context")
+    with pytest.raises(InvalidInputError, match="needs critic_below, distance_above"):
+        RetrievalContext(abstain_thresholds={"critic_below": 0.6})  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="critic_below must be a probability"):
+        RetrievalContext(abstain_thresholds={**record, "critic_below": 3})  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="must be AbstainThresholds or None"):
+        RetrievalContext(abstain_thresholds=0.5)  # type: ignore[arg-type]

@@ -47,8 +47,9 @@ def eval_(
         Path | None,
         typer.Option(
             "--lodo",
-            help="A `python -m benchmarks.lodo` result (lodo.json): run with the critic "
-            "threshold its fold fit without this data set (refused if the fold saw it).",
+            help="A `python -m benchmarks.lodo` result (lodo.json): run with what its fold "
+            "fit without this data set (critic threshold, fusion's dense share, abstention "
+            "cuts; refused if the fold saw it).",
         ),
     ] = None,
     embedding: Annotated[
@@ -90,14 +91,10 @@ def eval_(
             base = RetrievalContext() if gate is None else RetrievalContext(gate_threshold=gate)
             embeddings = embeddings_for(embedding)
             if lodo is not None:
-                from dataclasses import replace
-
-                from ragbrain.evaluation.lodo import fold_params
+                from ragbrain.evaluation.lodo import fold_context, fold_params
 
                 fitted = fold_params(lodo, data.name, model_name_of(embeddings))
-                threshold = fitted.get("shipped_layer_threshold")
-                if isinstance(threshold, float):
-                    base = replace(base, critic_threshold=threshold)
+                base = fold_context(fitted, f"{lodo} (fold {data.name})", base)
             critic_ = eval_critic(critic)
             payload = evaluate(data, options, embeddings, critic_, reporter, base=base)
     except RagbrainError as exc:

@@ -19,6 +19,8 @@ from ragbrain.errors import InvalidInputError
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
+    from ragbrain.context import RetrievalContext
+
 #: Splits a fold may fit on; the test split never is.
 FIT_SPLITS = ("train", "dev")
 TEST_SPLIT = "test"
@@ -170,3 +172,37 @@ def fold_params(
     fit_on = [(str(n), str(s)) for n, s in params.get("fit_on", [])]
     check_unseen(Fold(data_set, tuple(fit_on), (data_set, TEST_SPLIT)), fit_on)
     return params
+
+
+def fold_context(
+    params: Mapping[str, object], source: str, base: RetrievalContext | None = None
+) -> RetrievalContext:
+    """``base`` (default: the defaults) with what a fold fit (``fold_params``): the critic
+    threshold of the shipped layer, the fusion's dense share and the abstention cuts it fit
+    for the graph (``abstention_shipped``), each only when the fold has it.
+
+    Raises:
+        InvalidInputError: A value is out of its range or the cuts are malformed.
+    """
+    from dataclasses import replace
+
+    from ragbrain.abstain import AbstainThresholds
+    from ragbrain.context import RetrievalContext
+
+    context = base or RetrievalContext()
+    threshold = params.get("shipped_layer_threshold")
+    if isinstance(threshold, int | float):
+        context = replace(context, critic_threshold=float(threshold))
+    share = params.get("dense_share")
+    if isinstance(share, int | float):
+        context = replace(context, dense_share=float(share))
+    cuts = params.get("abstention_shipped")
+    if isinstance(cuts, dict):
+        try:
+            found = AbstainThresholds.from_record(cuts, source)
+        except InvalidInputError:
+            raise
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InvalidInputError(f"{source}: malformed 'abstention_shipped' ({exc}).") from exc
+        context = replace(context, abstain_thresholds=found)
+    return context

@@ -231,6 +231,7 @@ def hybrid_fusion(
     *,
     trust_dense: bool = True,
     filters: Filters | None = None,
+    dense_share: float = DENSE_SHARE,
 ) -> Fused:
     """Dense and BM25 search fused by score (``fuse_scores``); every hit carries its cosine
     distance to ``query``.
@@ -244,6 +245,7 @@ def hybrid_fusion(
         trust_dense: False gives the dense side weight 0 (the embedding model cannot read
             the query's language): BM25's order stands, dense hits only fill in after it.
         filters: Path, tag and date filters both sides apply.
+        dense_share: The dense side's share when it is trusted (``RetrievalContext.dense_share``).
 
     Returns:
         The ``k`` fused hits (best first), how many of them only BM25 found, the weights.
@@ -256,7 +258,7 @@ def hybrid_fusion(
     from ragbrain.embeddings import model_name_of
 
     mass = index.query_mass(query)
-    share = DENSE_SHARE if trust_dense else 0.0
+    share = dense_share if trust_dense else 0.0
     power = bm25_power(model_name_of(store.embeddings))
     order = fuse_scores(
         [(hit["id"], hit["distance"]) for hit in dense],

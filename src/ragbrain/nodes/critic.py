@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
-from ragbrain.abstain import Evidence, should_abstain
+from ragbrain.abstain import AbstainThresholds, Evidence, should_abstain
 from ragbrain.compound import split_compound
 from ragbrain.context import RetrievalContext, context_of
 from ragbrain.critic.base import Critic, keep_mask, threshold_label
@@ -116,17 +116,21 @@ def _chosen(
 
 
 def evidence_abstention(
-    critic: Critic, state: RetrievalState, scores: Sequence[float]
+    critic: Critic,
+    state: RetrievalState,
+    scores: Sequence[float],
+    thresholds: AbstainThresholds | None = None,
 ) -> tuple[bool, str | None, str]:
     """``RetrievalContext.abstain``: whether the critic's scores, the best distance of the
     judged hits and BM25's coverage of the query agree that nothing fits
-    (``ragbrain.abstain.should_abstain``, with the thresholds the critic ships for the
-    store's model).
+    (``ragbrain.abstain.should_abstain``, with ``thresholds``, else those the critic ships
+    for the store's model).
 
     Returns:
         ``(answerable, reason, note)``: the note says what the rule saw when it answered.
     """
-    thresholds = getattr(critic, "abstain_thresholds", None)
+    if thresholds is None:
+        thresholds = getattr(critic, "abstain_thresholds", None)
     if thresholds is None:
         return (
             True,
@@ -183,7 +187,9 @@ def make_critic_filter(critic: Critic | None, off_reason: str = "no critic confi
             answerable, reason = abstention(hits, scores, len(documents), threshold)
             asked = ""
             if context.abstain and answerable:
-                answerable, reason, asked = evidence_abstention(critic, state, scores)
+                answerable, reason, asked = evidence_abstention(
+                    critic, state, scores, context.abstain_thresholds
+                )
                 if not answerable:
                     documents = []
             dropped = len(hits) - len(documents)

@@ -76,9 +76,16 @@ def make_fallback_search(store: Store, lexical: LexicalSearcher | None = None) -
                 # The type-free hybrid search already holds the lexical rung: merge it with
                 # the first search by distance, as the dense fallback does, so a rescued chunk
                 # is not outranked by the filtered hits the gate just judged poor.
-                trust = dense_trusted(store, query, context_of(runtime).dense_languages)
+                context = context_of(runtime)
+                trust = dense_trusted(store, query, context.dense_languages)
                 wide = hybrid_fusion(
-                    store, lexical.index, query, wanted, trust_dense=trust, filters=filters
+                    store,
+                    lexical.index,
+                    query,
+                    wanted,
+                    trust_dense=trust,
+                    filters=filters,
+                    dense_share=context.dense_share,
                 )
                 merged = merge_hits(state["hits"], rescued(wide.hits), wanted)
                 coverage = wide.weights.bm25_best

@@ -53,7 +53,14 @@ def make_vector_search(store: Store, lexical: LexicalSearcher | None = None) -> 
                 from ragbrain.lexical.fusion import hybrid_fusion
 
                 fused = hybrid_fusion(
-                    store, lexical.index, text, k, types, trust_dense=trust, filters=filters
+                    store,
+                    lexical.index,
+                    text,
+                    k,
+                    types,
+                    trust_dense=trust,
+                    filters=filters,
+                    dense_share=context.dense_share,
                 )
                 lexical_only.append(fused.lexical_only)
                 weights.append(fused.weights)
