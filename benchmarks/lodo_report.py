@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 PROPOSED = "+ abstention (proposed)"
@@ -83,6 +84,21 @@ def lodo_table(payload: dict[str, Any], config: str) -> list[str]:
     return lines
 
 
+def _encoder_line(payload: dict[str, Any]) -> str:
+    """Which critic's encoder judged, and which sets it saw (their critic figures are not
+    LODO)."""
+    critic = payload.get("critic", "shipped")
+    saw = payload.get("encoder_saw", {"scifact": "train", "nfcorpus": "dev"})
+    which = "the shipped one" if critic == "shipped" else f"`{Path(critic).name}`"
+    if not saw:
+        return f"The critic's encoder is {which}; it saw none of these sets."
+    seen = " and ".join(f"{name} {split}" for name, split in saw.items())
+    return (
+        f"The critic's encoder is {which}: it saw {seen}, so the critic figures there are not "
+        "LODO (marked)."
+    )
+
+
 def markdown(payload: dict[str, Any]) -> str:
     """The whole report."""
     names = list(payload["results"])
@@ -94,8 +110,7 @@ def markdown(payload: dict[str, Any]) -> str:
         f"fit on up to {payload['fit_queries']} seeded train/dev queries of every other domain "
         "(CMRC 2018 and DRCD held apart together). Fit per fold: the dense share of the score "
         "fusion, the critic's threshold (shipped layer) and a refit of its last layer, the "
-        "abstention thresholds. The critic's encoder is the shipped one: it saw SciFact train and "
-        "NFCorpus dev, so the critic figures there are not LODO (marked). Sets marked "
+        f"abstention thresholds. {_encoder_line(payload)} Sets marked "
         "sub-corpus were judged on a smaller corpus (every document judged for "
         f"{payload['subcorpus_queries'][0]} seeded test and {payload['subcorpus_queries'][1]} "
         "fit queries, plus seeded random others): fewer distractors than the full set.",
