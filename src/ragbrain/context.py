@@ -180,7 +180,7 @@ class RetrievalContext:
             "description": "Hand over nothing, saying why, when the critic's best score, the "
             "best distance and BM25's coverage of the query all say nothing fits (thresholds "
             "shipped with the critic per store model, fit leave-one-domain-out on the "
-            "missing-answer scenario). Off by default: on unseen data sets it refused 6-54% "
+            "missing-answer scenario). Off by default: on unseen data sets it refused 6-52% "
             "of the answerless queries and 0-16% of the answerable ones (docs/quality.md). "
             "Without it the run abstains only when the search finds nothing or the critic "
             "keeps nothing."
