@@ -65,19 +65,23 @@ class AbstainThresholds:
 
     @classmethod
     def from_record(cls, record: dict[str, object], source: str) -> AbstainThresholds:
-        """The cuts a critic layer's ``abstain`` record holds (``coverage_below`` may be null).
+        """The cuts a record holds (a critic layer's ``abstain``, a LODO fold's, a context
+        given as JSON); ``coverage_below`` may be null. ``source`` names it in errors.
 
         Raises:
-            KeyError, TypeError, ValueError: A field is missing or not a number.
-            InvalidInputError: A cut is out of its range.
+            InvalidInputError: A field is missing or not a number, or a cut is out of its range.
         """
-        cut = record.get("coverage_below")
-        return cls(
-            float(record["critic_below"]),  # type: ignore[arg-type]
-            float(record["distance_above"]),  # type: ignore[arg-type]
-            source,
-            coverage_below=None if cut is None else float(cut),  # type: ignore[arg-type]
-        )
+        try:
+            cut = record.get("coverage_below")
+            critic_below = float(record["critic_below"])  # type: ignore[arg-type]
+            distance_above = float(record["distance_above"])  # type: ignore[arg-type]
+            coverage_below = None if cut is None else float(cut)  # type: ignore[arg-type]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InvalidInputError(
+                f"{source}: abstention cuts need critic_below, distance_above and "
+                f"coverage_below (a number or null), got {record!r}."
+            ) from exc
+        return cls(critic_below, distance_above, source, coverage_below=coverage_below)
 
 
 def best_score(scores: Sequence[float]) -> float | None:

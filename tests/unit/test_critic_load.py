@@ -172,7 +172,7 @@ BAD_DISTANCE_LAYERS: list[tuple[str, Callable[[Path], object], str]] = [
     (
         "abstain-missing-field",
         lambda f: with_distance_layer(f, abstain={"critic_below": 0.5}),
-        r"with_distance.abstain needs critic_below, distance_above and coverage_below",
+        r"with_distance.abstain: abstention cuts need critic_below, distance_above",
     ),
     (
         "abstain-out-of-range",

@@ -143,7 +143,7 @@ def test_fold_context_carries_what_the_fold_fit() -> None:
         abstain_thresholds=AbstainThresholds(0.7, 0.43, "lodo.json (fold a)", 0.25),
     )
     assert fold_context({"fit_on": []}, "old.json") == RetrievalContext()  # older results
-    with pytest.raises(InvalidInputError, match="malformed 'abstention_shipped'"):
+    with pytest.raises(InvalidInputError, match=r"bad.json: abstention cuts need critic_below"):
         fold_context({"abstention_shipped": {"critic_below": 0.7}}, "bad.json")
     with pytest.raises(InvalidInputError, match="distance_above must be a cosine distance"):
         fold_context({"abstention_shipped": {**cuts, "distance_above": 3.0}}, "bad.json")

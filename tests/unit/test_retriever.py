@@ -484,8 +484,8 @@ def test_abstention_cuts_given_as_json_are_read_and_checked() -> None:
 
     record = {"critic_below": 0.6, "distance_above": 0.4, "coverage_below": None}
     cuts = RetrievalContext(abstain_thresholds=record).abstain_thresholds  # type: ignore[arg-type]
-    assert cuts == AbstainThresholds(0.6, 0.4, "set in the run's context")
-    with pytest.raises(InvalidInputError, match="needs critic_below, distance_above"):
+    assert cuts == AbstainThresholds(0.6, 0.4, "abstain_thresholds")
+    with pytest.raises(InvalidInputError, match="abstain_thresholds: abstention cuts need"):
         RetrievalContext(abstain_thresholds={"critic_below": 0.6})  # type: ignore[arg-type]
     with pytest.raises(InvalidInputError, match="critic_below must be a probability"):
         RetrievalContext(abstain_thresholds={**record, "critic_below": 3})  # type: ignore[arg-type]

@@ -103,10 +103,8 @@ def _check_abstain(path: Path, record: Any, where: str) -> None:
         raise CriticLoadError(f"{path}: {where} must be an object.")
     try:
         AbstainThresholds.from_record(record, where)
-    except (KeyError, TypeError, ValueError, InvalidInputError) as exc:
-        raise CriticLoadError(
-            f"{path}: {where} needs critic_below, distance_above and coverage_below ({exc})."
-        ) from exc
+    except InvalidInputError as exc:
+        raise CriticLoadError(f"{path}: {exc}") from exc
 
 
 def _check_more_layers(path: Path, calibration: dict[str, Any]) -> None:

@@ -198,11 +198,5 @@ def fold_context(
         context = replace(context, dense_share=float(share))
     cuts = params.get("abstention_shipped")
     if isinstance(cuts, dict):
-        try:
-            found = AbstainThresholds.from_record(cuts, source)
-        except InvalidInputError:
-            raise
-        except (KeyError, TypeError, ValueError) as exc:
-            raise InvalidInputError(f"{source}: malformed 'abstention_shipped' ({exc}).") from exc
-        context = replace(context, abstain_thresholds=found)
+        context = replace(context, abstain_thresholds=AbstainThresholds.from_record(cuts, source))
     return context
