@@ -88,7 +88,9 @@ def _encoder_line(payload: dict[str, Any]) -> str:
     """Which critic's encoder judged, and which sets it saw (their critic figures are not
     LODO)."""
     critic = payload.get("critic", "shipped")
-    saw = payload.get("encoder_saw", {"scifact": "train", "nfcorpus": "dev"})
+    saw = payload.get("encoder_saw") or {
+        name: r["encoder_saw"] for name, r in payload["results"].items() if r.get("encoder_saw")
+    }
     which = "the shipped one" if critic == "shipped" else f"`{Path(critic).name}`"
     if not saw:
         return f"The critic's encoder is {which}; it saw none of these sets."

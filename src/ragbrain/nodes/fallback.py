@@ -54,7 +54,8 @@ def make_fallback_search(store: Store, lexical: LexicalSearcher | None = None) -
     ) -> dict[str, Any]:
         query, wanted, types = state["query"], state["candidates"], state.get("type_filter")
         filters = Filters.parse(state.get("filters"))
-        hybrid = context_of(runtime).search_mode == "hybrid" and lexical is not None
+        context = context_of(runtime)
+        hybrid = context.search_mode == "hybrid" and lexical is not None
         coverage: float | None = None  # BM25's coverage of the query in the type-free search
 
         def dense(k: int) -> list[Hit]:
@@ -76,7 +77,6 @@ def make_fallback_search(store: Store, lexical: LexicalSearcher | None = None) -
                 # The type-free hybrid search already holds the lexical rung: merge it with
                 # the first search by distance, as the dense fallback does, so a rescued chunk
                 # is not outranked by the filtered hits the gate just judged poor.
-                context = context_of(runtime)
                 trust = dense_trusted(store, query, context.dense_languages)
                 wide = hybrid_fusion(
                     store,
