@@ -28,7 +28,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchmarks.common import save, say
-from benchmarks.lodo import JUDGE_K, SUBCORPUS_QUERIES, candidates, load_sets, set_arguments
+from benchmarks.lodo import (
+    JUDGE_K,
+    SUBCORPUS_QUERIES,
+    candidates,
+    labelled_scores,
+    load_sets,
+    set_arguments,
+)
 from benchmarks.lodo import shipped_scorer as lodo_scorer
 from benchmarks.lodo_data import SetData, ensure_rows, load_role, subcorpus
 from ragbrain.lexical.fusion import DENSE_SHARE
@@ -89,12 +96,7 @@ def pseudo_root(root: Path, name: str, n: int = PSEUDO_QUERIES, seed: int = 0) -
 
 def judged_scores(data: SetData, scorer: Scorer) -> tuple[list[float], list[bool]]:
     """The critic's scores of every query's hybrid top ``JUDGE_K``, and which are relevant."""
-    scores: list[float] = []
-    labels: list[bool] = []
-    for record in data.records:
-        docs = candidates(record, frozenset(), DENSE_SHARE)[:JUDGE_K]
-        scores += scorer(data, record, docs)
-        labels += [d in record.relevant for d in docs]
+    scores, labels, _ = labelled_scores([data], DENSE_SHARE, scorer)
     return scores, labels
 
 
