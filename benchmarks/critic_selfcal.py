@@ -38,11 +38,11 @@ from benchmarks.lodo import (
 )
 from benchmarks.lodo import shipped_scorer as lodo_scorer
 from benchmarks.lodo_data import SetData, ensure_rows, load_role, subcorpus
+from ragbrain.evaluation.metrics import percentile
+from ragbrain.evaluation.report import write_atomic
 from ragbrain.lexical.fusion import DENSE_SHARE
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
     from benchmarks.lodo import Scorer
 
 RECALL = 0.92
@@ -54,15 +54,6 @@ STATISTICS = (("positives", 0.1), ("positives", 0.5), ("negatives", 0.5), ("nega
 def _logit(p: float) -> float:
     p = min(max(p, 1e-6), 1 - 1e-6)
     return math.log(p / (1 - p))
-
-
-def _quantile(values: Sequence[float], q: float) -> float:
-    ordered = sorted(v for v in values if not math.isnan(v))
-    if not ordered:
-        return math.nan
-    position = q * (len(ordered) - 1)
-    low, high = math.floor(position), math.ceil(position)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 def pseudo_root(root: Path, name: str, n: int = PSEUDO_QUERIES, seed: int = 0) -> Path:
@@ -85,12 +76,12 @@ def pseudo_root(root: Path, name: str, n: int = PSEUDO_QUERIES, seed: int = 0) -
         query = pseudo_query(f"{title}\n{text}" if title else text, title)
         if query and len(queries) < n:
             queries.append({"_id": f"pseudo-{doc['_id']}", "text": query, "doc": doc["_id"]})
-    with (folder / "queries.jsonl").open("w", encoding="utf-8") as out:
-        for q in queries:
-            out.write(json.dumps({"_id": q["_id"], "text": q["text"]}, ensure_ascii=False) + "\n")
+    rows = [json.dumps({"_id": q["_id"], "text": q["text"]}, ensure_ascii=False) for q in queries]
+    write_atomic(folder / "queries.jsonl", "\n".join(rows) + "\n")
     lines = [f"{q['_id']}\t{q['doc']}\t1" for q in queries]
-    text = "query-id\tcorpus-id\tscore\n" + "\n".join(lines) + "\n"
-    (folder / "qrels" / "test.tsv").write_text(text, encoding="utf-8")
+    write_atomic(
+        folder / "qrels" / "test.tsv", "query-id\tcorpus-id\tscore\n" + "\n".join(lines) + "\n"
+    )
     return folder.parent
 
 
@@ -135,7 +126,7 @@ def main() -> None:
     def statistic(name: str, side: str, q: float) -> float:
         scores, labels = pseudo[name]
         values = [s for s, y in zip(scores, labels, strict=True) if y == (side == "positives")]
-        return _quantile(values, q)
+        return percentile([v for v in values if not math.isnan(v)], 100 * q)
 
     sets: dict[str, Any] = {}
     for name in names:
