@@ -28,22 +28,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchmarks.common import save, say
-from benchmarks.lodo import (
-    JUDGE_K,
-    SUBCORPUS_QUERIES,
-    candidates,
-    labelled_scores,
-    load_sets,
-    set_arguments,
-)
-from benchmarks.lodo import shipped_scorer as lodo_scorer
+from benchmarks.lodo import SUBCORPUS_QUERIES, load_sets, set_arguments
 from benchmarks.lodo_data import SetData, ensure_rows, load_role, subcorpus
+from benchmarks.lodo_fit import JUDGE_K, candidates, labelled_scores
+from benchmarks.lodo_fit import shipped_scorer as lodo_scorer
 from ragbrain.evaluation.metrics import percentile
 from ragbrain.evaluation.report import write_atomic
 from ragbrain.lexical.fusion import DENSE_SHARE
 
 if TYPE_CHECKING:
-    from benchmarks.lodo import Scorer
+    from benchmarks.lodo_fit import Scorer
 
 RECALL = 0.92
 PSEUDO_QUERIES = 100
