@@ -15,13 +15,17 @@ cuts fit on every shared set with each distance layer (``TransformerCritic.absta
 critic judges a fixed number of candidates (10), and the query's adaptive depth caps how many
 of the kept ones go out; when the run does not abstain but the critic kept nothing, the best
 chunk still goes out (the answer may be there; only abstention may empty the list).
+
+``fit_thresholds`` fits the cuts on missing-answer rows: ``benchmarks.lodo`` on the shared
+sets, ``ragbrain critic calibrate`` on a user's own labelled queries.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ragbrain.errors import InvalidInputError
 
@@ -144,3 +148,84 @@ def hand_over(
         return kept
     finite = [i for i, s in enumerate(scores) if not math.isnan(s)]
     return [max(finite, key=lambda i: scores[i])] if finite else []
+
+
+#: Each fit set may see at most this share of its answerable queries refused.
+MAX_FALSE_REFUSAL = 0.05
+#: One query of the missing-answer scenario: (answerable, the critic's best score, the best
+#: distance of the judged hits, BM25's coverage of the query; 0 when BM25 found nothing).
+EvidenceRow = tuple[bool, float, float, float]
+
+
+def fit_thresholds(
+    per_set: Mapping[str, Sequence[EvidenceRow]],
+    *,
+    lexical: bool = True,
+    max_false_refusal: float = MAX_FALSE_REFUSAL,
+) -> dict[str, Any]:
+    """The cuts that refuse the most answerless queries (mean over the sets) while refusing at
+    most ``max_false_refusal`` of every set's answerable ones; a query is refused when every
+    side agrees nothing fits (``should_abstain``).
+
+    A grid search: each side's grid holds the pooled rows' quantiles and a value that leaves
+    the side out (critic below 1.0, distance above 0.0; BM25's coverage, with ``lexical``,
+    below 2.0), so a side that only costs answerable queries drops out of the rule.
+
+    Args:
+        per_set: Each data set's scenario rows (its answerable and answerless queries).
+        lexical: Let BM25's coverage take part (else its cut is None).
+        max_false_refusal: The most of any set's answerable queries the cuts may refuse.
+
+    Returns:
+        ``critic_below``, ``distance_above``, ``coverage_below`` (None: left out) and the
+        ``refusal_recall`` (mean over the sets) and ``false_refusal_worst`` they reach; cuts
+        that never refuse (``critic_below`` 0) when no cut refuses anything within the bound.
+
+    Raises:
+        InvalidInputError: No rows.
+    """
+    import numpy as np
+
+    rows = [row for set_rows in per_set.values() for row in set_rows]
+    if not rows:
+        raise InvalidInputError("No scenario queries to fit abstention thresholds on.")
+    pooled = np.array([row[1:] for row in rows], dtype=float)
+    steps = np.linspace(0, 1, 26)
+    critic_grid = np.unique(np.r_[0.0, np.quantile(pooled[:, 0], steps), 1.0])
+    distance_grid = np.unique(np.r_[0.0, np.quantile(pooled[:, 1], steps)])
+    coverage_grid = np.array([2.0])  # above any coverage: the lexical side left out
+    if lexical:
+        coverage_grid = np.unique(np.r_[np.quantile(pooled[:, 2], steps), 2.0])
+    grid = np.stack(np.meshgrid(critic_grid, distance_grid, coverage_grid, indexing="ij"), -1)
+    grid = grid.reshape(-1, 3)
+    recall = np.zeros(len(grid))
+    worst = np.zeros(len(grid))
+    sets = [set_rows for set_rows in per_set.values() if set_rows]
+    for set_rows in sets:
+        a = np.array([row[1:] for row in set_rows], dtype=float)
+        answerable = np.array([row[0] for row in set_rows], dtype=bool)
+        refused = (
+            (a[None, :, 0] < grid[:, None, 0])
+            & (a[None, :, 1] > grid[:, None, 1])
+            & (a[None, :, 2] < grid[:, None, 2])
+        )
+        worst = np.maximum(worst, refused[:, answerable].mean(1) if answerable.any() else 0.0)
+        recall += (refused[:, ~answerable].mean(1) if (~answerable).any() else 0.0) / len(sets)
+    recall[worst > max_false_refusal] = -1.0
+    i = int(np.argmax(recall))
+    if recall[i] <= 0:
+        return {
+            "critic_below": 0.0,
+            "distance_above": 2.0,
+            "coverage_below": None,
+            "refusal_recall": 0.0,
+            "false_refusal_worst": 0.0,
+        }
+    c, g, v = (float(x) for x in grid[i])
+    return {
+        "critic_below": c,
+        "distance_above": g,
+        "coverage_below": None if v > 1.0 else v,
+        "refusal_recall": float(recall[i]),
+        "false_refusal_worst": float(worst[i]),
+    }

@@ -352,6 +352,59 @@ def test_recalibrating_refits_the_layers_and_keeps_the_weights(
     assert critic.threshold == written["with_distance"]["threshold"]
 
 
+def test_recalibrating_fits_abstention_cuts_on_the_missing_answer_scenario(
+    trained: Path, tmp_path: Path
+) -> None:
+    from ragbrain.abstain import AbstainThresholds
+    from ragbrain.critic.training.recalibrate import recalibrate
+    from ragbrain.critic.training.sources import retrieved_lists, scenario_lists
+    from ragbrain.evaluation.beir import load_split
+    from tests.support.fakes import BagOfWordsEmbeddings
+
+    folder = _labelled_folder(tmp_path / "tiny")
+    embeddings = BagOfWordsEmbeddings()
+    lists, sources = retrieved_lists([folder], embeddings, RECIPE)
+    scenario = scenario_lists([folder], embeddings, RECIPE)
+    split = load_split(folder, "train")
+    rows = scenario["tiny"]
+    assert {item.query_id for _, item in rows} == {item.query_id for item in lists}
+    answerless = [item for answerable, item in rows if not answerable]
+    answerable = [item for ok, item in rows if ok]
+    assert answerless and answerable  # a seeded half lost their answers
+    removed = {d for item in answerless for d in split.relevant(item.query_id)}
+    for item in rows:  # the removed documents are gone from every list, the rest stay
+        assert not {c.doc_id for c in item[1].candidates} & removed
+        assert item[1].candidates and 0.0 <= (item[1].bm25_coverage or 0.0) <= 1.0
+    for item in answerable:  # each answerable query keeps a relevant document in the store
+        assert split.relevant(item.query_id) - removed
+    out = tmp_path / "recalibrated"
+    calibration = recalibrate(
+        trained,
+        lists,
+        out,
+        RECIPE,
+        sources=sources,
+        embedding_model=TOY_MODEL,
+        scenario=scenario,
+    )
+    written = json.loads((out / CALIBRATION_FILE).read_text(encoding="utf-8"))
+    cuts = written["with_distance"]["abstain"]
+    assert cuts == calibration["with_distance"]["abstain"]
+    assert cuts["fit"]["queries"] == {"tiny": len(rows)}
+    assert cuts["fit"]["false_refusal_worst"] <= 0.05
+    assert written["recalibrated"]["abstention"]["critic_below"] == cuts["critic_below"]
+    critic = TransformerCritic(out, embedding_model=TOY_MODEL)
+    loaded = critic.abstain_thresholds
+    assert isinstance(loaded, AbstainThresholds)
+    assert loaded.critic_below == cuts["critic_below"]
+    assert "ragbrain critic calibrate" in loaded.source
+    # Without a scenario (or for the distance-free layer) no cuts are written.
+    plain = recalibrate(
+        trained, lists, tmp_path / "plain", RECIPE, sources=sources, embedding_model=TOY_MODEL
+    )
+    assert "abstain" not in plain["with_distance"]
+
+
 def test_recalibrating_refuses_what_it_cannot_do_and_writes_nothing(
     trained: Path, tmp_path: Path
 ) -> None:

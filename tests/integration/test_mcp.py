@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import sys
@@ -125,7 +126,8 @@ def test_stats_name_the_critic_as_the_retriever_uses_it(
 
 
 class _Scores:
-    """A critic that gives every chunk the same score: 0 refuses everything, 1 keeps all."""
+    """A critic that gives every chunk the same score: NaN scores none (nothing can be handed
+    over: below the cut, a chunk with a score would still go out as the best), 1 keeps all."""
 
     def __init__(self, score: float) -> None:
         self.value, self.threshold = score, 0.5
@@ -134,7 +136,9 @@ class _Scores:
         return [self.value] * len(passages)
 
 
-@pytest.mark.parametrize(("score", "answerable"), [(0.0, False), (1.0, True)], ids=["no", "yes"])
+@pytest.mark.parametrize(
+    ("score", "answerable"), [(math.nan, False), (1.0, True)], ids=["no", "yes"]
+)
 def test_search_says_whether_the_notes_answer(
     tmp_path: Path,
     notes_dir: Path,

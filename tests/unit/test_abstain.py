@@ -7,7 +7,14 @@ import re
 
 import pytest
 
-from ragbrain.abstain import AbstainThresholds, Evidence, hand_over, should_abstain
+from ragbrain.abstain import (
+    AbstainThresholds,
+    Evidence,
+    EvidenceRow,
+    fit_thresholds,
+    hand_over,
+    should_abstain,
+)
 from ragbrain.errors import InvalidInputError
 
 T = AbstainThresholds(critic_below=0.2, distance_above=0.5, source="test")
@@ -94,3 +101,50 @@ def test_bad_thresholds(field: str, value: float, match: str) -> None:
 )
 def test_hand_over(scores: list[float], depth: int, abstain: bool, expected: list[int]) -> None:
     assert hand_over(scores, 0.5, depth, abstain=abstain) == expected
+
+
+def _rows(
+    n: int, answerable: bool, critic: float, distance: float, coverage: float
+) -> list[EvidenceRow]:
+    return [(answerable, critic, distance, coverage)] * n
+
+
+def test_fit_thresholds_refuses_the_answerless_within_the_false_refusal_bound() -> None:
+    # Answerless queries: a low critic score, a far best hit, a BM25 hit covering little.
+    per_set = {
+        "a": _rows(20, True, 0.9, 0.2, 0.8) + _rows(20, False, 0.1, 0.6, 0.1),
+        "b": _rows(20, True, 0.8, 0.3, 0.7) + _rows(20, False, 0.2, 0.5, 0.2),
+    }
+    cuts = fit_thresholds(per_set)
+    assert cuts["refusal_recall"] == 1.0 and cuts["false_refusal_worst"] == 0.0
+    thresholds = AbstainThresholds.from_record(cuts, "test")
+    for rows in per_set.values():
+        for answerable, critic, distance, coverage in rows:
+            evidence = Evidence(distance, [critic], 1, bm25_coverage=coverage)
+            assert should_abstain(evidence, thresholds)[0] is (not answerable)
+
+
+def test_fit_thresholds_keeps_every_set_within_the_bound() -> None:
+    # Set "hard": its answerable queries look like the answerless ones of "easy" on the critic;
+    # only the coverage tells them apart, so the rule must lean on the coverage.
+    per_set = {
+        "easy": _rows(20, True, 0.9, 0.2, 0.9) + _rows(20, False, 0.1, 0.6, 0.1),
+        "hard": _rows(20, True, 0.1, 0.6, 0.9) + _rows(20, False, 0.1, 0.6, 0.1),
+    }
+    cuts = fit_thresholds(per_set)
+    assert cuts["false_refusal_worst"] <= 0.05
+    assert cuts["coverage_below"] is not None and 0.1 < cuts["coverage_below"] <= 0.9
+    assert fit_thresholds(per_set, lexical=False)["refusal_recall"] == 0.0  # nothing else works
+
+
+def test_fit_thresholds_without_a_safe_cut_never_refuses() -> None:
+    per_set = {"same": _rows(10, True, 0.5, 0.4, 0.5) + _rows(10, False, 0.5, 0.4, 0.5)}
+    cuts = fit_thresholds(per_set)
+    assert cuts["refusal_recall"] == 0.0
+    thresholds = AbstainThresholds.from_record(cuts, "test")
+    assert not should_abstain(Evidence(0.4, [0.5], 1, bm25_coverage=0.5), thresholds)[0]
+
+
+def test_fit_thresholds_refuses_no_rows() -> None:
+    with pytest.raises(InvalidInputError, match="No scenario queries"):
+        fit_thresholds({"empty": []})

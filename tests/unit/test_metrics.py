@@ -13,6 +13,7 @@ from ragbrain.evaluation.calibrate import operating_point, roc_auc
 from ragbrain.evaluation.metrics import (
     mrr_at_k,
     ndcg_at_k,
+    paired_difference,
     percentile,
     recall_at_k,
     set_precision,
@@ -114,3 +115,54 @@ def test_operating_point_overlap() -> None:
     point = operating_point([0.2, 0.4, 0.5, 0.6], [False, True, True, False])
     assert point.threshold == pytest.approx(0.3)
     assert point.f1 == pytest.approx(0.8)
+
+
+def test_paired_difference_mean_and_interval_match_a_numpy_bootstrap() -> None:
+    rng = random.Random(3)
+    a = [rng.random() for _ in range(80)]
+    b = [x - 0.05 + rng.gauss(0, 0.1) for x in a]
+    got = paired_difference(a, b, resamples=4000, seed=1)
+    diffs = np.array(a) - np.array(b)
+    assert got.mean == pytest.approx(diffs.mean())
+    assert got.queries == 80
+    # The interval of an independent bootstrap (numpy's generator) agrees to sampling noise.
+    draws = np.random.default_rng(0).choice(diffs, size=(4000, 80)).mean(1)
+    low, high = np.percentile(draws, [2.5, 97.5])
+    assert got.low == pytest.approx(low, abs=0.006)
+    assert got.high == pytest.approx(high, abs=0.006)
+    assert got.low < got.mean < got.high
+
+
+def test_paired_difference_tells_noise_from_a_real_gap() -> None:
+    rng = random.Random(5)
+    base = [rng.random() for _ in range(100)]
+    noise = [x + rng.gauss(0, 0.2) for x in base]
+    better = [x + 0.1 for x in base]
+    assert not paired_difference(noise, base).significant
+    assert paired_difference(better, base).significant
+    assert paired_difference(base, better).high < 0  # the other way round: significantly worse
+    # Seeded: the same inputs give the same interval.
+    assert paired_difference(noise, base, seed=7) == paired_difference(noise, base, seed=7)
+
+
+def test_paired_difference_identical_systems_is_exactly_zero() -> None:
+    scores = [0.1, 0.5, 0.9]
+    got = paired_difference(scores, scores)
+    assert (got.mean, got.low, got.high) == (0.0, 0.0, 0.0)
+    assert not got.significant
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "kwargs", "message"),
+    [
+        ([0.1], [0.1, 0.2], {}, "one per query"),
+        ([], [], {}, "no queries"),
+        ([0.1], [0.2], {"level": 1.0}, "level"),
+        ([0.1], [0.2], {"resamples": 0}, "resamples"),
+    ],
+)
+def test_paired_difference_refuses_bad_input(
+    a: list[float], b: list[float], kwargs: dict[str, float], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        paired_difference(a, b, **kwargs)  # type: ignore[arg-type]

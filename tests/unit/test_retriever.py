@@ -189,6 +189,39 @@ def test_all_dropped_is_an_empty_list_and_the_trace_says_why(fake_store: Store) 
     assert out["abstain_reason"] is not None and "every chunk irrelevant" in out["abstain_reason"]
 
 
+class _Low:
+    """A critic that scores every chunk below its threshold, the second best of all."""
+
+    threshold = 0.9
+
+    def score(
+        self, query: str, passages: Sequence[str], distances: Sequence[float] | None = None
+    ) -> list[float]:
+        return [0.2 if i != 1 else 0.4 for i in range(len(passages))]
+
+
+def test_a_critic_that_keeps_none_still_hands_over_its_best_chunk(fake_store: Store) -> None:
+    retriever = CorrectiveRetriever(graph=build_graph(fake_store, _Low()))
+    out = retriever.run("redis cache")
+    assert len(out["documents"]) == 1 and out["answerable"] is True
+    assert out["abstain_reason"] is None
+    best = out["documents"][0].metadata[RETRIEVAL_KEY]
+    assert best["critic_score"] == 0.4  # the best-scored chunk, not the first-ranked
+    assert "kept 0" in out["notes"][-1] and "none reached the cut" in out["notes"][-1]
+
+
+def test_only_abstention_empties_what_the_critic_kept_none_of(fake_store: Store) -> None:
+    from ragbrain.abstain import AbstainThresholds
+
+    cuts = AbstainThresholds(critic_below=0.5, distance_above=0.0, source="test")
+    context = RetrievalContext(abstain=True, abstain_thresholds=cuts)
+    out = CorrectiveRetriever(graph=build_graph(fake_store, _Low()), context=context).run(
+        "redis cache"
+    )
+    assert out["documents"] == [] and out["answerable"] is False
+    assert "nothing fits" in (out["abstain_reason"] or "")
+
+
 def test_critic_threshold_in_context_overrides_the_critic(fake_store: Store) -> None:
     graph = build_graph(fake_store, OverlapCritic())
     strict = CorrectiveRetriever(graph=graph, context=RetrievalContext(critic_threshold=1.0))

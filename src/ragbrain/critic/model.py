@@ -132,7 +132,13 @@ class TransformerCritic:
         record = layer.get("abstain") if layer is not None else None
         self.abstain_thresholds: AbstainThresholds | None = None
         if record is not None:
-            origin = f"fit on every shared set's train/dev for {embedding_model}"
+            fit = record.get("fit")
+            by = fit.get("by") if isinstance(fit, dict) else None
+            origin = (
+                f"{by}, for {embedding_model}"
+                if isinstance(by, str) and by.startswith("ragbrain critic calibrate")
+                else f"fit on every shared set's train/dev for {embedding_model}"
+            )
             self.abstain_thresholds = AbstainThresholds.from_record(record, origin)
 
     def for_model(self, embedding_model: str | None) -> TransformerCritic:

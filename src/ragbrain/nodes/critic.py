@@ -72,8 +72,11 @@ def abstention(
     """Whether the notes answer the query, and why not when they do not.
 
     The run abstains (``answerable`` False, an empty answer) when the search found nothing, or
-    when the critic judged every candidate irrelevant; a poor gate verdict alone never makes
-    it abstain (the fallback and the critic have the last word).
+    when the critic could score no candidate (every score NaN). A critic that kept none of its
+    finite-scored candidates still hands over its best one (``handed_over``): its threshold is a
+    filter set to keep the answer, not a verdict that nothing fits, which is abstention's
+    (``RetrievalContext.abstain``: the critic's, the gate's and BM25's evidence together); a
+    poor gate verdict alone never makes it abstain either.
 
     Args:
         hits: The candidates the critic saw.
@@ -87,14 +90,14 @@ def abstention(
     if not hits:
         return False, "the search found no chunk to judge"
     if scores is not None and kept == 0:
-        best = max((s for s in scores if not math.isnan(s)), default=math.nan)
         return False, (
-            f"the critic judged every chunk irrelevant (best score {best:.3f} < {threshold:.3f})"
+            "the critic judged every chunk irrelevant (no chunk got a finite score; threshold "
+            f"{threshold:.3f})"
         )
     return True, None
 
 
-def _chosen(
+def handed_over(
     scores: Sequence[float], threshold: float, depth: int, bests: Sequence[int] | None
 ) -> list[int]:
     """Indices of the judged hits to hand over, in rank order.
@@ -104,15 +107,35 @@ def _chosen(
     does not. With a compound question's parts (``bests``: each part's best-judged hit, or
     -1), each part's best, when kept, has a place whatever its rank; the rest fill up to the
     depth in rank order (the parts share it).
+
+    When the critic keeps none, its best-scored hit (a finite score) is handed over alone:
+    only abstention empties an answer.
     """
     keep = keep_mask(scores, threshold)
     chosen = [i for i in range(len(scores)) if keep[i]]
+    if not chosen:
+        finite = [i for i, s in enumerate(scores) if not math.isnan(s)]
+        return [max(finite, key=lambda i: scores[i])] if finite else []
     if bests is None:
         return [i for n, i in enumerate(chosen) if n < depth or scores[i] > threshold]
     own = {i for i in bests if i >= 0 and keep[i]}
     room = max(depth - len(own), 0)
     rest = [i for i in chosen if i not in own][:room]
     return sorted(own | set(rest))
+
+
+def _kept_note(status: str, judged: int, handed: Sequence[float], threshold: float) -> str:
+    """The critic's line of the trace: how many it kept of ``judged``, given the scores of
+    the chunks ``handed`` over; one chunk scored below the cut is the best of a list the
+    critic kept none of (``handed_over``)."""
+    kept = len(handed)
+    below = kept == 1 and not any(keep_mask(handed, threshold))
+    if below:
+        return (
+            f"critic {status}: kept 0, dropped {judged} of {judged}; none reached the cut, so "
+            f"its best-scored chunk ({handed[0]:.3f}) goes out: only abstention empties an answer"
+        )
+    return f"critic {status}: kept {kept}, dropped {judged - kept} of {judged}"
 
 
 def evidence_abstention(
@@ -182,7 +205,7 @@ def make_critic_filter(critic: Critic | None, off_reason: str = "no critic confi
                 # A chunk that answers one part is judged against that part, not the whole.
                 scores, answers, bests = judge_parts(critic, parts, hits, scores)
             status = f"on ({threshold_label(critic, threshold)})"
-            chosen = _chosen(scores, threshold, state["depth"], bests if parts else None)
+            chosen = handed_over(scores, threshold, state["depth"], bests if parts else None)
             documents = [_document(hits[i], scores[i], state, status, answers[i]) for i in chosen]
             answerable, reason = abstention(hits, scores, len(documents), threshold)
             asked = ""
@@ -192,8 +215,8 @@ def make_critic_filter(critic: Critic | None, off_reason: str = "no critic confi
                 )
                 if not answerable:
                     documents = []
-            dropped = len(hits) - len(documents)
-            note = f"critic {status}: kept {len(documents)}, dropped {dropped} of {len(hits)}"
+            handed = [scores[i] for i in chosen][: len(documents)]
+            note = _kept_note(status, len(hits), handed, threshold)
             if len(documents) > state["depth"]:
                 note += f" (more than the depth, {state['depth']}: the critic kept them)"
             if parts:

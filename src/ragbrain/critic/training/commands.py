@@ -110,6 +110,19 @@ def _report(out_dir: Path, calibration: dict[str, Any]) -> None:
         ),
         highlight=False,
     )
+    cuts = layer.get("abstain")
+    if cuts is not None:
+        fit = cuts["fit"]
+        coverage = cuts["coverage_below"]
+        out.print(
+            f"abstention (--abstain): critic below {cuts['critic_below']:.3f}, distance above "
+            f"{cuts['distance_above']:.3f}"
+            + ("" if coverage is None else f", BM25 coverage below {coverage:.2f}")
+            + f"; on these queries with their answers removed it refuses "
+            f"{fit['refusal_recall']:.0%} of the answerless and at most "
+            f"{fit['false_refusal_worst']:.0%} of the answerable ones",
+            highlight=False,
+        )
 
 
 def run_calibrate(
@@ -123,7 +136,7 @@ def run_calibrate(
     from ragbrain.critic.folder import default_critic_path
     from ragbrain.critic.training.recalibrate import check_destination, recalibrate
     from ragbrain.critic.training.recipe import Recipe
-    from ragbrain.critic.training.sources import data_folder, retrieved_lists
+    from ragbrain.critic.training.sources import data_folder, retrieved_lists, scenario_lists
     from ragbrain.embeddings import default_embeddings, model_name_of
 
     if not data:
@@ -141,6 +154,7 @@ def run_calibrate(
     with Stages() as stage:
         embeddings = default_embeddings()
         lists, sources = retrieved_lists(data, embeddings, recipe, stage=stage)
+        missing = scenario_lists(data, embeddings, recipe, stage=stage)
         calibration = recalibrate(
             critic_dir,
             lists,
@@ -149,6 +163,7 @@ def run_calibrate(
             sources=sources,
             embedding_model=model_name_of(embeddings),
             progress=stage,
+            scenario=missing,
         )
     _report(out_dir, calibration)
 

@@ -45,6 +45,9 @@ class QueryCandidates:
     candidates: tuple[Candidate, ...]
     positives: tuple[str, ...]  # texts of every relevant document
     negatives: tuple[str, ...]  # texts of documents judged not relevant (score 0), if any
+    #: BM25's best hit over the most the query can score (``as_retrieved`` sets it, as
+    #: ``hybrid_search`` does at run time; 0 when BM25 found nothing); None when not searched.
+    bm25_coverage: float | None = None
 
 
 @dataclass(frozen=True)
@@ -217,7 +220,8 @@ def as_retrieved(
         candidates = tuple(
             Candidate(h["id"], h["text"], h["distance"], h["id"] in relevant) for h in hits
         )
-        out.append(dataclasses.replace(item, candidates=candidates))
+        coverage = min(1.0, lexical[0][1] / mass) if lexical and mass > 0 else 0.0
+        out.append(dataclasses.replace(item, candidates=candidates, bm25_coverage=coverage))
     return out
 
 

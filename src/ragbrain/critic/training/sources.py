@@ -164,6 +164,43 @@ def pseudo_query(text: str, title: str) -> str | None:
     return None
 
 
+#: One data set's missing-answer scenario for ``critic calibrate``: each query (answerable or
+#: not) with its candidates over the store without the removed documents.
+ScenarioLists = list[tuple[bool, QueryCandidates]]
+
+
+def scenario_lists(
+    folders: Sequence[Path],
+    embeddings: Embeddings,
+    recipe: Recipe,
+    *,
+    stage: Stage = lambda _label: None,
+) -> dict[str, ScenarioLists]:
+    """What ``critic calibrate`` fits the abstention cuts on: the queries ``retrieved_lists``
+    samples, in the missing-answer scenario (``ragbrain.evaluation.missing.split_missing``: a
+    seeded half lose every relevant document, their neighbours stay), each with the hybrid
+    top ``eval_k`` over the store without the removed documents and BM25's coverage there.
+
+    Raises:
+        DataSetError: A folder is not a valid BEIR folder with that split.
+        InvalidInputError: A folder names its test split.
+    """
+    from ragbrain.evaluation.missing import split_missing
+
+    out: dict[str, ScenarioLists] = {}
+    for index, given in enumerate(folders):
+        _, _, split, store = _open(given, embeddings, stage)
+        ids = [q for q in sample_queries(split.queries, recipe, recipe.seed + index)]
+        ids = [q for q in ids if split.relevant(q)]
+        if not ids:
+            continue
+        scenario = split_missing(split.qrels, ids, seed=recipe.seed)
+        queries = [QueryCandidates(split.name, q, split.queries[q], (), (), ()) for q in ids]
+        pruned = as_retrieved(split, store, queries, k=recipe.eval_k, exclude_docs=scenario.removed)
+        out[split.name] = [(item.query_id in scenario.answerable, item) for item in pruned]
+    return out
+
+
 def retrieved_lists(
     folders: Sequence[Path],
     embeddings: Embeddings,
