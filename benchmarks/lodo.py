@@ -90,6 +90,7 @@ def encoder_saw(critic: TransformerCritic) -> dict[str, str]:
 #: A sub-corpus holds every document judged for this many seeded test and fit queries (the
 #: benchmark's queries are drawn from those), plus random others up to ``--subcorpus-docs``.
 SUBCORPUS_QUERIES = (150, 80)
+DENSE = "dense top 10"
 GRAPH_ABSTAIN = "shipped layer, LODO threshold, + abstention"
 TWO_SIDED = "+ abstention, critic and distance only"
 GRAPH_REFIT = "LODO layer refit, handed over as the graph does"
@@ -141,14 +142,12 @@ def kept(docs: Sequence[str], scores: Sequence[float], threshold: float) -> list
 def graph_hand_over(
     docs: Sequence[str], scores: Sequence[float], threshold: float, depth: int
 ) -> list[str]:
-    """What ``critic_filter`` hands over: the kept ones up to the depth, and past it those
-    scored above the cut (``ragbrain.nodes.critic``)."""
-    import math
+    """What ``critic_filter`` hands over (``ragbrain.nodes.critic.handed_over``): the kept ones
+    up to the depth, and past it those scored above the cut; the best-scored one alone when
+    the critic kept none."""
+    from ragbrain.nodes.critic import handed_over
 
-    keep = [
-        (d, s) for d, s in zip(docs, scores, strict=True) if not math.isnan(s) and s >= threshold
-    ]
-    return [d for d, _ in keep[:depth]] + [d for d, s in keep[depth:] if s > threshold]
+    return [docs[i] for i in handed_over(scores, threshold, depth, None)]
 
 
 def judge_set(
@@ -179,7 +178,7 @@ def judge_set(
     for r in data.records:
         dense, hybrid = dense_top(r, removed), candidates(r, removed, DENSE_SHARE)
         fitted = candidates(r, removed, w)
-        put("dense top 10", r.id, dense)
+        put(DENSE, r.id, dense)
         put("BM25 top 10", r.id, bm25_top(r, removed))
         put("+ hybrid (k=10)", r.id, hybrid[:10])
         put("+ adaptive depth", r.id, hybrid[: r.depth])
@@ -266,6 +265,22 @@ def critic_own(
     return out
 
 
+def against_dense(
+    returned: dict[str, dict[str, list[str]]], records: Sequence[Record]
+) -> dict[str, dict[str, float]]:
+    """Each configuration's nDCG@10 minus dense top 10's on the same queries, with a 95%
+    paired bootstrap interval (``ragbrain.evaluation.metrics.paired_difference``)."""
+    from ragbrain.evaluation.metrics import ndcg_at_k, paired_difference
+
+    dense = [ndcg_at_k(returned[DENSE][r.id], r.qrels) for r in records]
+    out = {}
+    for config, lists in returned.items():
+        ours = [ndcg_at_k(lists[r.id], r.qrels) for r in records]
+        d = paired_difference(ours, dense)
+        out[config] = {"mean": d.mean, "low": d.low, "high": d.high}
+    return out
+
+
 def held_out(
     data: SetData, fold: dict[str, Any], critic: TransformerCritic, scenario: MissingAnswer
 ) -> dict[str, Any]:
@@ -295,6 +310,7 @@ def held_out(
         "queries": len(data.records),
         "evidence_auc": evidence,
         "ablation": table,
+        "ndcg_vs_dense": against_dense(normal, data.records),
         "critic_own_candidates": critic_own(data, fold, critic),
         "missing_answer": {
             "unanswerable": len(scenario.unanswerable),

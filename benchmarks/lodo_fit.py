@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from benchmarks.lodo_data import Record, SetData, rows_of
+from ragbrain.abstain import EvidenceRow
 from ragbrain.lexical.fusion import DENSE_SHARE
 
 if TYPE_CHECKING:
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
 
 JUDGE_K = 10
 DENSE_SHARES = (0.2, 0.3, 0.4)
-MAX_FALSE_REFUSAL = 0.05
 Scorer = Callable[[SetData, Record, Sequence[str]], list[float]]
 
 
@@ -70,11 +70,6 @@ def full_columns(x: torch.Tensor, distances: Sequence[float]) -> torch.Tensor:
 
     x = torch.cat([x, torch.tensor(distances, dtype=x.dtype)[:, None]], dim=1)
     return torch.cat([x, list_columns(x, DISTANCE_INPUTS)], dim=1)
-
-
-#: One scenario query's evidence: (answerable, critic's best score, best distance, BM25's
-#: coverage of the query; 0 when BM25 found nothing).
-EvidenceRow = tuple[bool, float, float, float]
 
 
 def evidence_auc(rows: Sequence[EvidenceRow]) -> dict[str, float]:
@@ -252,50 +247,10 @@ def evidence_rows(
 def fit_abstention(
     per_set: dict[str, list[EvidenceRow]], *, lexical: bool = True
 ) -> dict[str, Any]:
-    """The thresholds (critic below, distance above, and with ``lexical`` BM25 coverage below)
-    that refuse the most answerless queries (mean over the fit sets) while refusing <=
-    ``MAX_FALSE_REFUSAL`` of every fit set's answerable ones; a query is refused when every
-    side agrees nothing fits. Each grid holds a value that leaves its side out."""
-    import numpy as np
+    """The shipped rule's cuts on these rows (``ragbrain.abstain.fit_thresholds``)."""
+    from ragbrain.abstain import fit_thresholds
 
-    pooled = np.array([row[1:] for rows in per_set.values() for row in rows], dtype=float)
-    steps = np.linspace(0, 1, 26)
-    critic_grid = np.unique(np.r_[0.0, np.quantile(pooled[:, 0], steps), 1.0])
-    distance_grid = np.unique(np.r_[0.0, np.quantile(pooled[:, 1], steps)])
-    coverage_grid = np.array([2.0])  # above any coverage: the lexical side left out
-    if lexical:
-        coverage_grid = np.unique(np.r_[np.quantile(pooled[:, 2], steps), 2.0])
-    grid = np.stack(np.meshgrid(critic_grid, distance_grid, coverage_grid, indexing="ij"), -1)
-    grid = grid.reshape(-1, 3)
-    recall = np.zeros(len(grid))
-    worst = np.zeros(len(grid))
-    for rows in per_set.values():
-        a = np.array([row[1:] for row in rows], dtype=float)
-        answerable = np.array([row[0] for row in rows], dtype=bool)
-        refused = (
-            (a[None, :, 0] < grid[:, None, 0])
-            & (a[None, :, 1] > grid[:, None, 1])
-            & (a[None, :, 2] < grid[:, None, 2])
-        )
-        worst = np.maximum(worst, refused[:, answerable].mean(1) if answerable.any() else 0.0)
-        recall += (refused[:, ~answerable].mean(1) if (~answerable).any() else 0.0) / len(per_set)
-    recall[worst > MAX_FALSE_REFUSAL] = -1.0
-    i = int(np.argmax(recall))
-    if recall[i] <= 0:
-        return {
-            "critic_below": 0.0,
-            "distance_above": 2.0,
-            "coverage_below": None,
-            "refusal_recall": 0.0,
-        }
-    c, g, v = (float(x) for x in grid[i])
-    return {
-        "critic_below": c,
-        "distance_above": g,
-        "coverage_below": None if v > 1.0 else v,
-        "refusal_recall": float(recall[i]),
-        "false_refusal_worst": float(worst[i]),
-    }
+    return fit_thresholds(per_set, lexical=lexical)
 
 
 def fit_fold(fit: Sequence[SetData], critic: TransformerCritic) -> dict[str, Any]:
