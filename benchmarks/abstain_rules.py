@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from benchmarks.common import save, say
-from benchmarks.lodo import load_sets, set_arguments
+from benchmarks.lodo import set_arguments, shipped_critic_and_sets
 from benchmarks.lodo_data import TERMS_OF_TOP, Record, SetData, ensure_rows
 from benchmarks.lodo_fit import (
     JUDGE_K,
@@ -167,8 +167,9 @@ def fit_logistic(rows: Rows, columns: Sequence[int]) -> dict[str, Any]:
 
 
 def own_cut(fitted: dict[str, Any], rows: Rows) -> float:
-    """The lowest cut of ``fitted``'s score that refuses at most ``MAX_FALSE_REFUSAL`` of
-    the answerable queries of ``rows`` (a set's own train/dev queries: not LODO)."""
+    """The lowest cut of ``fitted``'s score that refuses at most ``MAX_FALSE_REFUSAL`` of the
+    answerable queries of every set of ``rows`` (a fold's fit sets, or the held-apart set's
+    own train/dev queries: the rows marked not LODO)."""
     import numpy as np
 
     cut = 0.0
@@ -215,17 +216,12 @@ def main() -> None:
     """Each fold's rules fit on the other domains, judged on the held-apart set."""
     parser = set_arguments(argparse.ArgumentParser(description=__doc__.splitlines()[0]))
     args = parser.parse_args()
-    from ragbrain.critic.folder import default_critic_path
-    from ragbrain.critic.model import TransformerCritic
     from ragbrain.critic.training.keep_metrics import roc_auc
-    from ragbrain.embeddings import EMBEDDING_CHOICES
     from ragbrain.evaluation.lodo import folds
     from ragbrain.evaluation.missing import split_missing
 
-    model = EMBEDDING_CHOICES[args.embedding]
-    critic = TransformerCritic(default_critic_path()).for_model(model)
+    model, critic, (names, splits, test, fit) = shipped_critic_and_sets(args)
     scorer = shipped_scorer(critic)
-    names, splits, test, fit = load_sets(args, critic, model)
 
     def rows_for(data: SetData) -> tuple[Any, Any]:
         scenario = split_missing(

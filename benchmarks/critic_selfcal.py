@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchmarks.common import save, say
-from benchmarks.lodo import SUBCORPUS_QUERIES, load_sets, set_arguments
+from benchmarks.lodo import SUBCORPUS_QUERIES, set_arguments, shipped_critic_and_sets
 from benchmarks.lodo_data import SetData, ensure_rows, load_role, subcorpus
 from benchmarks.lodo_fit import JUDGE_K, candidates, labelled_scores
 from benchmarks.lodo_fit import shipped_scorer as lodo_scorer
@@ -89,16 +89,11 @@ def main() -> None:
     """Pseudo-query statistics per set, each rule's LODO thresholds, results/critic_selfcal."""
     parser = set_arguments(argparse.ArgumentParser(description=__doc__.splitlines()[0]))
     args = parser.parse_args()
-    from ragbrain.critic.folder import default_critic_path
-    from ragbrain.critic.model import TransformerCritic
     from ragbrain.critic.training.keep_metrics import keep_stats, threshold_for_recall
-    from ragbrain.embeddings import EMBEDDING_CHOICES
     from ragbrain.evaluation.lodo import folds
 
-    model = EMBEDDING_CHOICES[args.embedding]
-    critic = TransformerCritic(default_critic_path()).for_model(model)
+    model, critic, (names, splits, test, fit) = shipped_critic_and_sets(args)
     scorer = lodo_scorer(critic)
-    names, splits, test, fit = load_sets(args, critic, model)
     sub_docs = {n: int(d) for n, _, d in (item.partition("=") for item in args.subcorpus)}
     pseudo: dict[str, tuple[list[float], list[bool]]] = {}
     for name in names:

@@ -411,6 +411,24 @@ def load_sets(
     return names, splits, test, fit
 
 
+def shipped_critic_and_sets(
+    args: argparse.Namespace,
+) -> tuple[
+    str,
+    TransformerCritic,
+    tuple[list[str], dict[str, list[str]], dict[str, SetData], dict[str, SetData]],
+]:
+    """The stores' embedding model of ``args``, the shipped critic bound to it, and
+    ``load_sets`` (what the benchmarks beside this one judge with)."""
+    from ragbrain.critic.folder import default_critic_path
+    from ragbrain.critic.model import TransformerCritic
+    from ragbrain.embeddings import EMBEDDING_CHOICES
+
+    model = EMBEDDING_CHOICES[args.embedding]
+    critic = TransformerCritic(default_critic_path()).for_model(model)
+    return model, critic, load_sets(args, critic, model)
+
+
 def main() -> None:
     """Fit each fold, judge its held-apart set, write results/lodo.{json,md}."""
     args = _arguments()
