@@ -190,8 +190,8 @@ def scenario_lists(
     out: dict[str, ScenarioLists] = {}
     for index, given in enumerate(folders):
         _, _, split, store = _open(given, embeddings, stage)
-        ids = [q for q in sample_queries(split.queries, recipe, recipe.seed + index)]
-        ids = [q for q in ids if split.relevant(q)]
+        sampled = sample_queries(split.queries, recipe, recipe.seed + index)
+        ids = [q for q in sampled if split.relevant(q)]  # the scenario needs a relevant doc
         if not ids:
             continue
         scenario = split_missing(split.qrels, ids, seed=recipe.seed)
