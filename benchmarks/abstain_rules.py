@@ -35,10 +35,9 @@ from benchmarks.lodo_fit import (
     JUDGE_K,
     candidates,
     coverage,
-    fit_abstention,
     shipped_scorer,
 )
-from ragbrain.abstain import MAX_FALSE_REFUSAL
+from ragbrain.abstain import MAX_FALSE_REFUSAL, fit_thresholds
 from ragbrain.lexical.fusion import DENSE_SHARE
 
 if TYPE_CHECKING:
@@ -181,14 +180,14 @@ def own_cut(fitted: dict[str, Any], rows: Rows) -> float:
 
 
 def fit_and(rows: Rows) -> dict[str, Any]:
-    """The shipped rule's grid search (``benchmarks.lodo_fit.fit_abstention``) on these rows."""
+    """The shipped rule's grid search (``ragbrain.abstain.fit_thresholds``) on these rows."""
     per_set = {
         name: [
             (bool(y), 1 / (1 + math.exp(-r[0])), r[1], r[2]) for r, y in zip(a, ans, strict=True)
         ]
         for name, (a, ans) in rows.items()
     }
-    return fit_abstention(per_set)
+    return fit_thresholds(per_set)
 
 
 def refused_and(a: npt.NDArray[np.float64], cuts: dict[str, Any]) -> npt.NDArray[np.bool_]:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from benchmarks.lodo_data import Record, SetData, rows_of
-from ragbrain.abstain import EvidenceRow
+from ragbrain.abstain import EvidenceRow, fit_thresholds
 from ragbrain.lexical.fusion import DENSE_SHARE
 
 if TYPE_CHECKING:
@@ -244,15 +244,6 @@ def evidence_rows(
     return out
 
 
-def fit_abstention(
-    per_set: dict[str, list[EvidenceRow]], *, lexical: bool = True
-) -> dict[str, Any]:
-    """The shipped rule's cuts on these rows (``ragbrain.abstain.fit_thresholds``)."""
-    from ragbrain.abstain import fit_thresholds
-
-    return fit_thresholds(per_set, lexical=lexical)
-
-
 def fit_fold(fit: Sequence[SetData], critic: TransformerCritic) -> dict[str, Any]:
     """Everything a fold learns from its fit sets."""
     from ragbrain.critic.training.layers import choose_threshold
@@ -275,12 +266,12 @@ def fit_fold(fit: Sequence[SetData], critic: TransformerCritic) -> dict[str, Any
         )
         evidence[data.name] = evidence_rows(data, scenario, weight, refit)
         graph[data.name] = evidence_rows(data, scenario, weight, shipped)
-    abstention = fit_abstention(evidence)
+    abstention = fit_thresholds(evidence)
     return {
         "layer_layout": layout,
         "layer_nested": nested,
-        "abstention_shipped": fit_abstention(graph),
-        "abstention_two_sided": fit_abstention(evidence, lexical=False),
+        "abstention_shipped": fit_thresholds(graph),
+        "abstention_two_sided": fit_thresholds(evidence, lexical=False),
         "dense_share": weight,
         "dense_share_ndcg": weight_means,
         "shipped_layer_threshold": shipped_threshold,

@@ -15,14 +15,13 @@ rank, and the trace names the part each chunk was kept for (``part``).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
-from ragbrain.abstain import AbstainThresholds, Evidence, should_abstain
+from ragbrain.abstain import AbstainThresholds, Evidence, hand_over, should_abstain
 from ragbrain.compound import split_compound
 from ragbrain.context import RetrievalContext, context_of
 from ragbrain.critic.base import Critic, keep_mask, threshold_label
@@ -113,9 +112,8 @@ def handed_over(
     """
     keep = keep_mask(scores, threshold)
     chosen = [i for i in range(len(scores)) if keep[i]]
-    if not chosen:
-        finite = [i for i, s in enumerate(scores) if not math.isnan(s)]
-        return [max(finite, key=lambda i: scores[i])] if finite else []
+    if not chosen:  # the best-scored one alone (``ragbrain.abstain.hand_over``)
+        return hand_over(scores, threshold, depth)
     if bests is None:
         return [i for n, i in enumerate(chosen) if n < depth or scores[i] > threshold]
     own = {i for i in bests if i >= 0 and keep[i]}
