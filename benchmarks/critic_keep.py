@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchmarks.common import save, say
 from benchmarks.lodo import all_lists, set_arguments, shipped_critic_and_sets, summary
-from benchmarks.lodo_data import SetData, ensure_rows
+from benchmarks.lodo_data import Record, SetData, ensure_rows
 from benchmarks.lodo_fit import (
     JUDGE_K,
     Scorer,
@@ -40,7 +40,6 @@ from benchmarks.lodo_fit import (
     dense_top,
     fit_fold,
     fit_layer,
-    judged,
     labelled_scores,
     layer_columns,
     layer_scorer,
@@ -65,20 +64,14 @@ def protect_head(scores: Sequence[float], cut: float, head: int = 1) -> list[flo
 
 
 def protected_threshold(fit: Sequence[SetData], weight: float, scorer: Scorer) -> float:
-    """The shipped rule's threshold with each list's first hit counted as kept."""
+    """The shipped rule's threshold with each list's first hit counted as kept (scored above
+    any threshold)."""
     from ragbrain.critic.training.layers import choose_threshold
 
-    scores: list[float] = []
-    labels: list[bool] = []
-    sets: list[str] = []
-    for data in fit:
-        lists = judged(data, weight)
-        for record in data.records:
-            docs = lists[record.id]
-            scores += [2.0 if i == 0 else s for i, s in enumerate(scorer(data, record, docs))]
-            labels += [d in record.relevant for d in docs]
-            sets += [data.name] * len(docs)
-    return choose_threshold(scores, labels, sets, SHIPPED_TARGET)[0]
+    def protected(data: SetData, record: Record, docs: Sequence[str]) -> list[float]:
+        return protect_head(scorer(data, record, docs), 2.0)
+
+    return choose_threshold(*labelled_scores(fit, weight, protected), SHIPPED_TARGET)[0]
 
 
 def nested_target(
