@@ -6,7 +6,8 @@ query): once cut to their first 256 tokens (the target's case; ``ragbrain ingest
 of at most 200), once whole (up to ~1,000 tokens: the lexical features read 512 of them, the
 cross-encoder its 64-token window). Run on an idle machine: the timings are wall-clock.
 
-    python -m benchmarks.critic_speed [--data ../shared/data/scifact] [--batches 60]
+    python -m benchmarks.critic_speed [--data ../shared/data/scifact] [--batches 60] \
+        [--critic FOLDER --name critic_speed-mine]
 """
 
 from __future__ import annotations
@@ -43,6 +44,10 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=Path("../shared/data/scifact"))
     parser.add_argument("--batches", type=int, default=60)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument(
+        "--critic", type=Path, default=None, help="A critic folder (default: the shipped one)."
+    )
+    parser.add_argument("--name", default="critic_speed", help="Results file name.")
     args = parser.parse_args()
 
     import torch
@@ -69,8 +74,10 @@ def main() -> None:
     started = time.perf_counter()
     # As the retriever runs it over a store of MiniLM vectors: with its distance layer (the
     # distances' values do not change the work; the hits' come from the search).
-    critic = TransformerCritic(default_critic_path(), embedding_model=DEFAULT_EMBEDDING_MODEL)
+    folder = args.critic or default_critic_path()
+    critic = TransformerCritic(folder, embedding_model=DEFAULT_EMBEDDING_MODEL)
     load_s = time.perf_counter() - started
+    loaded = rss_mib() - before  # before the transformers tokenizer below, which it never loads
     cut = [text[: end_of_token(critic.tokenizer, text, 256)] for text in whole]
     rows: dict[str, dict[str, float]] = {}
     for label, texts in (("chunks <= 256 tokens", cut), ("whole abstracts", whole)):
@@ -90,8 +97,9 @@ def main() -> None:
     lines = [
         f"Critic load {load_s:.2f} s (its constructor, in a process that has imported "
         f"transformers' BERT modules, as the retriever's embedding model does; importing them "
-        f"took {import_s:.2f} s here); resident memory +{added:.0f} MB after load and "
-        f"{len(args.threads) * args.batches} batches.",
+        f"took {import_s:.2f} s here); resident memory +{loaded:.0f} MB after load, "
+        f"+{added:.0f} MB after {len(args.threads) * args.batches} batches (with the "
+        "transformers tokenizer this benchmark loads to cut the texts).",
         "",
         "| batch of 10 | p50 ms | p95 ms |",
         "|---|---|---|",
@@ -103,9 +111,12 @@ def main() -> None:
         "load_seconds": load_s,
         "bert_import_seconds": import_s,
         "rss_added_mib": added,
+        "rss_after_load_mib": loaded,
         "data": str(args.data),
+        "critic": str(folder),
+        "base": critic.calibration.get("base"),
     }
-    save("critic_speed", {**payload, "results": rows}, table + "\n")
+    save(args.name, {**payload, "results": rows}, table + "\n")
 
 
 if __name__ == "__main__":

@@ -186,10 +186,20 @@ def test_critic_train_passes_its_settings_into_the_recipe(
 
     monkeypatch.setattr(ragbrain.critic.training.sources, "from_beir", stop)
     args = ["critic", "train", "--out", str(tmp_path / "c"), "--data", str(tmp_path)]
-    result = runner.invoke(app, [*args, "--layers", "4", "--score-length", "80", "--seed", "5"])
+    settings = ["--layers", "4", "--score-length", "80", "--seed", "5", "--base", "e5-small"]
+    result = runner.invoke(app, [*args, *settings])
     assert result.exit_code != 0 and "stopped after reading the settings" in result.output
     (recipe,) = seen
     assert (recipe.layers, recipe.score_length, recipe.seed) == (4, 80, 5)
+    assert recipe.base == "multilingual-e5-small"
+
+
+def test_critic_train_refuses_an_unknown_base(tmp_path: Path) -> None:
+    args = ["critic", "train", "--out", str(tmp_path / "c"), "--data", str(tmp_path)]
+    result = runner.invoke(app, [*args, "--base", "bert-large"])
+    assert result.exit_code != 0 and "no such critic base" in result.output
+    assert "minilm, e5-small" in result.output
+    assert not (tmp_path / "c").exists()
 
 
 def test_critic_calibrate_refuses_a_test_split(tmp_path: Path) -> None:

