@@ -124,3 +124,23 @@ def test_its_word_table_stays_in_fp16_and_scores_as_transformers_does(e5_critic:
         ours = critic.model(**batch).logits
         theirs = reference(**batch).logits
     assert torch.allclose(ours, theirs, atol=1e-4)
+
+
+def test_it_runs_on_onnx_too(e5_critic: Path) -> None:
+    """The export takes the e5 base's word table and reads its tokenizer's pairs: the int8
+    logits stay within the tolerance the MiniLM critic's test allows, and the best passage
+    stays the best."""
+    import numpy as np
+
+    passages = [TOPICS["redis"], THAI, JAPANESE, " ".join(TOPICS.values())]
+    torch_critic = TransformerCritic(e5_critic, backend="torch")
+    onnx_critic = TransformerCritic(e5_critic, backend="onnx")
+    assert onnx_critic.onnx is not None
+    for query in ("redis cache stampede", JAPANESE):
+        np.testing.assert_allclose(
+            onnx_critic.logits(query, passages).numpy(),
+            torch_critic.logits(query, passages).numpy(),
+            atol=0.05,
+        )
+        ours, theirs = onnx_critic.score(query, passages), torch_critic.score(query, passages)
+        assert np.argmax(ours) == np.argmax(theirs), (query, ours, theirs)
