@@ -197,6 +197,31 @@ def test_a_changed_byte_in_the_cache_is_caught(
         convert.check_folder(copy, source[1])
 
 
+@pytest.mark.slow
+def test_a_sound_folder_is_hashed_once_and_a_later_change_is_caught(
+    converted: Path, source: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    copy = tmp_path / converted.name
+    shutil.copytree(converted, copy, ignore=shutil.ignore_patterns("model.safetensors"))
+    (copy / "model.safetensors").symlink_to(converted / "model.safetensors")
+    hashed: list[Path] = []
+    file_sha256 = binfile.file_sha256
+    monkeypatch.setattr(
+        binfile, "file_sha256", lambda path: hashed.append(path) or file_sha256(path)
+    )
+    convert.check_folder(copy, source[1])
+    first = len(hashed)
+    assert first >= 8  # every file of the manifest
+    convert.check_folder(copy, source[1])
+    assert len(hashed) == first  # nothing changed: not hashed again
+    config = copy / "1_Pooling" / "config.json"
+    config.write_text(config.read_text().replace("true", "True", 1))  # same size
+    with pytest.raises(ModelLoadError, match="damaged"):
+        convert.check_folder(copy, source[1])
+    with pytest.raises(ModelLoadError, match="converted from another file"):
+        convert.check_folder(converted, "0" * 64)  # another digest is never taken as checked
+
+
 TEXTS = [
     "how much protein should a woman eat per day",
     "東京都の天気は晴れです。明日は雨が降るでしょう。",

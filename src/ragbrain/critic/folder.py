@@ -210,6 +210,18 @@ def base_folder(base: str) -> Path:
     raise CriticLoadError(f"No critic base {base!r}; known: {', '.join(BASES)}.")
 
 
+def tokenizer_folder(folder: Path, base: str | None) -> Path:
+    """``folder`` when it holds a tokenizer of its own (``TOKENIZER_FILES``), else the folder
+    of its ``base`` (MiniLM's when it names none).
+
+    Raises:
+        CriticLoadError: ``base`` is no known base, or its model cannot be loaded.
+    """
+    if any((folder / name).is_file() for name in TOKENIZER_FILES):
+        return folder
+    return base_folder(base or MINILM_BASE)
+
+
 def _base_tensors(base: str, names: Sequence[str]) -> dict[str, torch.Tensor]:
     """The tensors ``names`` (a ``BertForSequenceClassification``'s names) of a base encoder,
     those it has; read one by one, so a 12-layer base is not loaded whole for its embeddings."""

@@ -18,12 +18,9 @@ from ragbrain.critic.features import LexicalFeatures, list_columns
 from ragbrain.critic.folder import (
     DISTANCE_INPUTS,
     FEATURES_FILE,
-    MINILM_BASE,
     MODEL_INPUTS,
     PLAIN_INPUTS,
-    TOKENIZER_FILES,
     WITH_DISTANCE,
-    base_folder,
     build_model,
     check_activation,
     distance_layers,
@@ -32,6 +29,7 @@ from ragbrain.critic.folder import (
     read_calibration,
     read_tensors,
     tokenizer_engine,
+    tokenizer_folder,
 )
 from ragbrain.critic.onnx import OnnxCriticModel
 from ragbrain.embeddings import set_offline
@@ -103,6 +101,8 @@ class TransformerCritic:
         check_activation(self.folder, self.activation, int(self.model.config.num_labels))
         # The fast tokenizer's engine reads whole texts (for the lexical features); a light
         # one with its post-processor only joins and cuts (query, passage) pairs.
+        # The folder's own tokenizer, else its base's.
+        self._tokenizer_folder = tokenizer_folder(self.folder, self.calibration.get("base"))
         self._words = self._engine()
         self._pairs = pair_engine(self._words, self.max_length)
         self.pad_id = int(getattr(self.model.config, "pad_token_id", None) or 0)
@@ -154,27 +154,20 @@ class TransformerCritic:
         bound._use_layer(embedding_model)
         return bound
 
-    def _tokenizer_folder(self) -> Path:
-        """The folder's own tokenizer, else its base's (MiniLM's when it names none)."""
-        has_tokenizer = any((self.folder / name).is_file() for name in TOKENIZER_FILES)
-        if has_tokenizer:
-            return self.folder
-        return base_folder(self.calibration.get("base") or MINILM_BASE)
-
     @functools.cached_property
     def tokenizer(self) -> Any:
         """The transformers fast tokenizer (loaded on first use: scoring needs only its
         engine, and importing transformers costs ~1 s of a cold start)."""
         from transformers import AutoTokenizer
 
-        return AutoTokenizer.from_pretrained(self._tokenizer_folder(), local_files_only=True)
+        return AutoTokenizer.from_pretrained(self._tokenizer_folder, local_files_only=True)
 
     def _engine(self) -> Any:
         """A private copy of the tokenizer's engine, read from ``tokenizer.json`` when there
         is one (the very engine the fast tokenizer wraps), else from the fast tokenizer."""
         from tokenizers import Tokenizer
 
-        path = self._tokenizer_folder() / "tokenizer.json"
+        path = self._tokenizer_folder / "tokenizer.json"
         if not path.is_file():
             return tokenizer_engine(self.tokenizer)
         engine = Tokenizer.from_file(str(path))

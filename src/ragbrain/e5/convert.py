@@ -94,12 +94,32 @@ def model_folder() -> Path:
     return folder
 
 
+#: Folders this process has hashed whole and found sound, with the size and mtime of each of
+#: their files then: one process may open the model several times (the embeddings, a critic
+#: cut from it and its tokenizer), and hashing its 275 MB takes 0.2-0.4 s each time. A file
+#: whose size or mtime has changed since is hashed again.
+_verified: dict[Path, tuple[str, tuple[tuple[str, int, int], ...]]] = {}
+
+
+def _stat_signature(folder: Path) -> tuple[tuple[str, int, int], ...] | None:
+    """Each file below ``folder`` (symbolic links followed) with its size and mtime."""
+    try:
+        stats = [(str(p.relative_to(folder)), p.stat()) for p in folder.rglob("*") if p.is_file()]
+    except OSError:
+        return None
+    return tuple(sorted((name, st.st_size, st.st_mtime_ns) for name, st in stats))
+
+
 def check_folder(folder: Path, digest: str) -> None:
-    """Refuse a cached folder whose files differ from what its manifest recorded.
+    """Refuse a cached folder whose files differ from what its manifest recorded (hashed once
+    per process while no file's size or mtime changes).
 
     Raises:
         ModelLoadError: A file is missing or of another size or sha256.
     """
+    signature = _stat_signature(folder)
+    if signature is not None and _verified.get(folder) == (digest, signature):
+        return
     fix = f"Delete the folder (rm -rf '{folder}'); ragbrain converts the model again on next use."
     try:
         manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
@@ -117,6 +137,8 @@ def check_folder(folder: Path, digest: str) -> None:
             raise ModelLoadError(f"The cached model file {path} is missing or truncated. {fix}")
         if binfile.file_sha256(path) != want["sha256"]:
             raise ModelLoadError(f"The cached model file {path} is damaged (sha256). {fix}")
+    if signature is not None:
+        _verified[folder] = (digest, signature)
 
 
 def convert(source: Path, folder: Path, *, sha256: str | None, half_words: bool = True) -> None:

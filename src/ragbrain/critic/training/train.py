@@ -15,11 +15,11 @@ from typing import Any
 
 from ragbrain.critic.features import LexicalFeatures, document_frequencies
 from ragbrain.critic.folder import (
-    TOKENIZER_FILES,
     WEIGHTS_FILE,
     WITH_DISTANCE,
     base_folder,
     quantized,
+    tokenizer_folder,
 )
 from ragbrain.critic.training.data import Group, QueryCandidates
 from ragbrain.critic.training.fit import fit, new_model
@@ -78,9 +78,8 @@ def train_critic(
     torch.manual_seed(recipe.seed)
     started = time.perf_counter()
     start = base or base_folder(recipe.base)
-    has_tokenizer = any((start / name).is_file() for name in TOKENIZER_FILES)
-    tokenizer_folder = start if has_tokenizer else base_folder(recipe.base)
-    tokenizer = AutoTokenizer.from_pretrained(tokenizer_folder, local_files_only=True)
+    words = tokenizer_folder(start, recipe.base)
+    tokenizer = AutoTokenizer.from_pretrained(words, local_files_only=True)
     model = new_model(recipe, start)
     token_ids = (
         tokenizer(
