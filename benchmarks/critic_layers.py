@@ -98,10 +98,12 @@ def rows_for(
     import torch
     from safetensors.torch import load_file, save_file
 
+    from ragbrain.critic.model import INPUTS_VERSION
     from ragbrain.critic.training.layers import dev_inputs
 
     calibration = (critic.folder / "calibration.json").read_bytes()
-    key = hashlib.sha256(calibration + f"{name}|{test_queries}".encode()).hexdigest()[:16]
+    tag = f"{name}|{test_queries}|inputs {INPUTS_VERSION}"
+    key = hashlib.sha256(calibration + tag.encode()).hexdigest()[:16]
     path = cache_root() / "critic-layers" / f"{name.replace(' ', '-')}-{key}.safetensors"
     if path.is_file():
         t = load_file(str(path))

@@ -147,11 +147,16 @@ def subcorpus(
 def rows_key_of(critic: TransformerCritic) -> str:
     """What the critic's per-pair inputs depend on: its weights, features and how it cuts and
     quantizes pairs (not its layers and thresholds, which every variant here refits)."""
+    from ragbrain.critic.model import INPUTS_VERSION
+
     digest = hashlib.sha256()
     for name in ("model.safetensors", "features.safetensors"):
         path = critic.folder / name
         digest.update(path.read_bytes() if path.is_file() else b"-")
-    settings = {k: critic.calibration.get(k) for k in ("max_length", "quantize", "base")}
+    settings: dict[str, object] = {
+        k: critic.calibration.get(k) for k in ("max_length", "quantize", "base")
+    }
+    settings["inputs"] = INPUTS_VERSION
     digest.update(json.dumps(settings, sort_keys=True).encode())
     return digest.hexdigest()[:12]
 

@@ -53,8 +53,17 @@ class BertShape:
             config: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise ModelLoadError(f"{path}: not a readable model config ({exc}).") from exc
+        return cls.of(config, str(path))
+
+    @classmethod
+    def of(cls, config: Any, source: str) -> BertShape:
+        """The shape in a parsed ``config.json`` (``source`` names it in errors).
+
+        Raises:
+            ModelLoadError: As ``read``.
+        """
         if not isinstance(config, dict) or config.get("model_type") != "bert":
-            raise ModelLoadError(f"{path}: not a BERT config (model_type must be 'bert').")
+            raise ModelLoadError(f"{source}: not a BERT config (model_type must be 'bert').")
         unsupported = {
             "position_embedding_type": config.get("position_embedding_type", "absolute")
             != "absolute",
@@ -63,7 +72,7 @@ class BertShape:
         }
         wrong = [f"{key}={config.get(key)!r}" for key, bad in unsupported.items() if bad]
         if wrong:
-            raise ModelLoadError(f"{path}: unsupported BERT settings {', '.join(wrong)}.")
+            raise ModelLoadError(f"{source}: unsupported BERT settings {', '.join(wrong)}.")
         labels = config.get("id2label")
         try:
             return cls(
@@ -80,7 +89,7 @@ class BertShape:
                 num_labels=int(config.get("num_labels", len(labels) if labels else 2)),
             )
         except (KeyError, TypeError, ValueError) as exc:
-            raise ModelLoadError(f"{path}: incomplete BERT config ({exc!r}).") from exc
+            raise ModelLoadError(f"{source}: incomplete BERT config ({exc!r}).") from exc
 
 
 class _Embeddings(nn.Module):
@@ -115,16 +124,22 @@ class _SelfAttention(nn.Module):
         self.key = nn.Linear(shape.hidden_size, shape.hidden_size)
         self.value = nn.Linear(shape.hidden_size, shape.hidden_size)
 
-    def forward(self, hidden: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-        split = (*hidden.shape[:-1], -1, self.head_size)
-        query = self.query(hidden).view(*split).transpose(1, 2)
+    def forward(
+        self, hidden: torch.Tensor, mask: torch.Tensor | None, rows: torch.Tensor
+    ) -> torch.Tensor:
+        """Attention outputs for the positions in ``rows`` (the queries), every position
+        being a key and a value; ``rows`` is ``hidden`` itself or its first position."""
+        split = (hidden.shape[0], -1, self.heads, self.head_size)
+        query = self.query(rows).view(*split).transpose(1, 2)
         key = self.key(hidden).view(*split).transpose(1, 2)
         value = self.value(hidden).view(*split).transpose(1, 2)
+        if mask is not None and rows.shape[1] != hidden.shape[1]:
+            mask = mask[:, :, : rows.shape[1]]
         out = nn.functional.scaled_dot_product_attention(
             query, key, value, attn_mask=mask, dropout_p=0.0, scale=self.scaling, is_causal=False
         )
         out = out.transpose(1, 2).contiguous()
-        return out.reshape(*hidden.shape[:-1], -1).contiguous()
+        return out.reshape(*rows.shape[:-1], -1).contiguous()
 
 
 class _Residual(nn.Module):
@@ -146,8 +161,10 @@ class _Attention(nn.Module):
         self.self = _SelfAttention(shape)
         self.output = _Residual(shape.hidden_size, shape)
 
-    def forward(self, hidden: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-        out: torch.Tensor = self.output(self.self(hidden, mask), hidden)
+    def forward(
+        self, hidden: torch.Tensor, mask: torch.Tensor | None, rows: torch.Tensor
+    ) -> torch.Tensor:
+        out: torch.Tensor = self.output(self.self(hidden, mask, rows), rows)
         return out
 
 
@@ -169,8 +186,14 @@ class _Layer(nn.Module):
         self.intermediate = _Intermediate(shape)
         self.output = _Residual(shape.intermediate_size, shape)
 
-    def forward(self, hidden: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-        attended = self.attention(hidden, mask)
+    def forward(
+        self, hidden: torch.Tensor, mask: torch.Tensor | None, *, first_only: bool = False
+    ) -> torch.Tensor:
+        """The layer's output at every position, or (``first_only``) at the first one only:
+        its attention still reads every position, but nothing after it is computed for the
+        others (a classifier's last layer: the pooler reads ``[CLS]`` alone)."""
+        rows = hidden[:, :1] if first_only else hidden
+        attended = self.attention(hidden, mask, rows)
         out: torch.Tensor = self.output(self.intermediate(attended), attended)
         return out
 
@@ -180,9 +203,14 @@ class _Encoder(nn.Module):
         super().__init__()
         self.layer = nn.ModuleList(_Layer(shape) for _ in range(shape.num_hidden_layers))
 
-    def forward(self, hidden: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-        for layer in self.layer:
-            hidden = layer(hidden, mask)
+    def forward(
+        self, hidden: torch.Tensor, mask: torch.Tensor | None, *, first_only: bool = False
+    ) -> torch.Tensor:
+        """The last hidden states; with ``first_only``, of the first position only (batch,
+        1, hidden), the last layer computing nothing else."""
+        last = len(self.layer) - 1
+        for index, layer in enumerate(self.layer):
+            hidden = layer(hidden, mask, first_only=first_only and index == last)
         return hidden
 
 
@@ -217,14 +245,19 @@ class BertEncoder(nn.Module):
         input_ids: torch.Tensor,
         attention_mask: torch.Tensor | None = None,
         token_type_ids: torch.Tensor | None = None,
+        *,
+        first_only: bool = False,
     ) -> torch.Tensor:
-        """Hidden states (batch, tokens, hidden) of padded token ids."""
+        """Hidden states (batch, tokens, hidden) of padded token ids; with ``first_only``,
+        those of the first token (``[CLS]``) alone, (batch, 1, hidden), computed as they
+        would be in the whole output but without the last layer's work for the other tokens
+        (about 40% of a 2-layer critic's)."""
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
         hidden = self.embeddings(input_ids, token_type_ids)
         width = input_ids.shape[1]
         mask = None if attention_mask is None else padding_mask(attention_mask, width)
-        out: torch.Tensor = self.encoder(hidden, mask)
+        out: torch.Tensor = self.encoder(hidden, mask, first_only=first_only)
         return out
 
 
@@ -255,7 +288,7 @@ class BertClassifier(nn.Module):
         token_type_ids: torch.Tensor | None = None,
     ) -> ClassifierOutput:
         """Logits (batch, num_labels) of padded (query, passage) pairs."""
-        hidden = self.bert(input_ids, attention_mask, token_type_ids)
+        hidden = self.bert(input_ids, attention_mask, token_type_ids, first_only=True)
         pooler = self.bert.pooler
         if pooler is None:  # pragma: no cover - BertClassifier always builds one
             raise RuntimeError("BertClassifier needs a pooler.")

@@ -130,6 +130,67 @@ def test_the_light_critic_model_gives_transformers_logits(tmp_path: Path) -> Non
     assert light.get_input_embeddings().weight.shape == (30522, 16)
 
 
+def test_training_calibrates_the_model_that_loads_later(tmp_path: Path) -> None:
+    """``light_twin``: training fits thresholds on the classifier a folder loads as (int8
+    logits depend on which positions each layer computes), holding the trained weights."""
+    import torch
+
+    from ragbrain.bert import BertClassifier
+    from ragbrain.critic.folder import build_model, light_twin, quantized
+    from tests.support.critic_folders import make_critic
+
+    folder = make_critic(tmp_path / "critic")
+    trained = build_model(folder, {})  # transformers' model, as training holds it
+    twin = light_twin(trained)
+    assert isinstance(twin, BertClassifier)
+    ids = torch.tensor(
+        [[101, 2054, 2003, 102, 7592, 2023, 102, 0], [101, 2023, 102, 5, 6, 7, 8, 102]]
+    )
+    batch = {"input_ids": ids, "attention_mask": (ids != 0).long()}
+    loaded = quantized(build_model(folder, {}, light=True))  # what TransformerCritic runs
+    with torch.inference_mode():
+        assert torch.allclose(twin(**batch).logits, trained(**batch).logits, atol=1e-6)
+        assert torch.equal(quantized(twin)(**batch).logits, loaded(**batch).logits)
+
+
+def test_the_first_token_alone_equals_the_whole_outputs_first_row() -> None:
+    """``first_only`` (what the critic's classifier runs) skips the last layer's work for
+    every token but ``[CLS]``: the row it returns is the whole output's first, padded or not,
+    through more than one layer."""
+    import torch
+
+    from ragbrain.bert import BertEncoder, BertShape
+
+    torch.manual_seed(0)
+    shape = BertShape(
+        vocab_size=50,
+        hidden_size=16,
+        num_hidden_layers=3,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=16,
+        type_vocab_size=2,
+        layer_norm_eps=1e-12,
+        hidden_act="gelu",
+        pad_token_id=0,
+        num_labels=1,
+    )
+    model = BertEncoder(shape).eval()
+    for parameter in model.parameters():
+        torch.nn.init.normal_(parameter, std=0.5)
+    ids = torch.tensor([[1, 7, 9, 2, 4, 0, 0, 0], [1, 3, 5, 2, 8, 6, 11, 2]])
+    mask = (ids != 0).long()
+    with torch.inference_mode():
+        whole = model(ids, mask)
+        first = model(ids, mask, first_only=True)
+        first_unpadded = model(ids[1:], mask[1:], first_only=True)
+    assert whole.shape == (2, 8, 16) and first.shape == (2, 1, 16)
+    assert torch.allclose(first[:, 0], whole[:, 0], atol=1e-5)
+    assert torch.allclose(first_unpadded[0, 0], whole[1, 0], atol=1e-5)
+    # the other rows differ from the first: the test would see a wrong row
+    assert not torch.allclose(whole[:, 1], whole[:, 0], atol=1e-3)
+
+
 def _edit_config(**changes: Any) -> Callable[[Path], None]:
     def edit(folder: Path) -> None:
         config = json.loads((folder / "config.json").read_text())

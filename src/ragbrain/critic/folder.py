@@ -272,11 +272,31 @@ def _plain_bert(config_path: Path) -> bool:
         config = json.loads(config_path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False  # transformers' loader reports it
+    return _is_plain_bert(config)
+
+
+def _is_plain_bert(config: Any) -> bool:
     return (
         isinstance(config, dict)
         and config.get("model_type") == "bert"
         and config.get("dtype", config.get("torch_dtype")) in (None, "float32")
     )
+
+
+def light_twin(model: Any) -> Any:
+    """transformers' classifier ``model`` as a critic folder's torch backend will run it
+    (``ragbrain.bert.BertClassifier``, sharing the weights) when it is a fp32 BERT; else
+    ``model`` itself. Training calibrates on the twin: int8 logits depend on which positions
+    each layer computes (the light model's last layer runs ``[CLS]`` alone), so only the
+    model that loads later gives the scores the thresholds must be fit on."""
+    config = model.config.to_dict()
+    if not _is_plain_bert(config):
+        return model
+    from ragbrain.bert import BertClassifier, BertShape
+
+    twin = BertClassifier(BertShape.of(config, "the trained model's config"))
+    twin.load_state_dict(model.state_dict(), strict=True, assign=True)
+    return twin.eval()
 
 
 def _light_model(

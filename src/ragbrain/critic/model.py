@@ -40,6 +40,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: How ``TransformerCritic.inputs`` computes a folder's per-pair inputs; caches of them (the
+#: benchmarks') key on it, so it changes whenever the numbers may (an int8 forward pass that
+#: runs other rows gets other activation scales, hence logits about 0.1 apart).
+INPUTS_VERSION = 2
+
 
 class TransformerCritic:
     """A cross-encoder critic: (query, chunk) -> relevance probability.
@@ -92,9 +97,10 @@ class TransformerCritic:
         self.activation: str = self.calibration["activation"]
         self.max_length: int = self.calibration.get("max_length", 256)
         self.batch_size = batch_size
-        # The critic runs on torch whatever RAGBRAIN_BACKEND says: on ONNX Runtime int8 it is no
-        # faster (23.5 against 23.9 ms a 10-chunk step) and makes other keep/drop decisions on
-        # 13% of lists (docs/onnx.md). ``backend="onnx"`` still asks for it.
+        # The critic runs on torch whatever RAGBRAIN_BACKEND says: on ONNX Runtime int8 it is
+        # slower (25.2 against 13.7 ms a 10-chunk step: the export computes every token in the
+        # last layer) and makes other keep/drop decisions on 24% of lists (docs/onnx.md).
+        # ``backend="onnx"`` still asks for it.
         self.backend = backend or "torch"
         # torch runs BERT on ragbrain.bert; the ONNX export reads transformers' model.
         self.model = build_model(self.folder, self.calibration, light=self.backend == "torch")
@@ -186,9 +192,11 @@ class TransformerCritic:
         return LexicalFeatures(idf.float(), words)
 
     def encode(self, query: str, passages: Sequence[str]) -> tuple[Any, list[Any]]:
-        """Tokenize the query and every passage once, whole; pairs and features slice these."""
+        """Tokenize the query and every passage once, whole; pairs and features slice these
+        (ids only: no character offsets, which cost a quarter of the time)."""
         query_encoding = self._words.encode(query, add_special_tokens=False)
-        return query_encoding, self._words.encode_batch(list(passages), add_special_tokens=False)
+        passages_encoding = self._words.encode_batch_fast(list(passages), add_special_tokens=False)
+        return query_encoding, passages_encoding
 
     def pair_batch(self, query_encoding: Any, passage_encodings: Sequence[Any]) -> dict[str, Any]:
         """Model inputs for (query, passage) pairs: ``[CLS] query [SEP] passage [SEP]`` cut to

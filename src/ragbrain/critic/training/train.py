@@ -18,6 +18,7 @@ from ragbrain.critic.folder import (
     WEIGHTS_FILE,
     WITH_DISTANCE,
     base_folder,
+    light_twin,
     quantized,
     tokenizer_folder,
 )
@@ -98,7 +99,8 @@ def train_critic(
     save_trainable(model, work / WEIGHTS_FILE)
     load_trainable(model, work / WEIGHTS_FILE)
     words = model.get_input_embeddings().weight.detach()
-    scorer = quantized(model) if recipe.quantize else model
+    twin = light_twin(model)
+    scorer = quantized(twin) if recipe.quantize else twin
     features = LexicalFeatures(idf, words)
     layers = fit_layers(
         scorer, tokenizer, features, dev, dev_seen, recipe, embedding_model, progress
