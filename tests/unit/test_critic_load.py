@@ -343,3 +343,39 @@ def test_a_distance_layer_carries_its_abstention_thresholds(tmp_path: Path) -> N
     assert (bound.critic_below, bound.distance_above, bound.coverage_below) == (0.6, 0.3, None)
     assert DISTANCE_MODEL in bound.source
     assert critic.for_model("another-model").abstain_thresholds is None
+
+
+def test_passages_judged_again_come_from_the_cache_with_the_same_scores(tmp_path: Path) -> None:
+    critic = TransformerCritic(make_critic(tmp_path / "critic"))
+    passages = ["the cat sat on the mat", "a dog barked", "the cat sat on the mat"]
+    cold = critic.score("where did the cat sit", passages)
+    calls: list[list[str]] = []
+    engine = critic._passages.engine
+    real = engine.encode_batch_fast
+
+    class Counting:
+        def encode_batch_fast(self, texts: list[str], **kwargs: object) -> object:
+            calls.append(list(texts))
+            return real(texts, **kwargs)
+
+    critic._passages.engine = Counting()
+    view = critic.for_model(None)  # another view of the same critic shares the cache
+    assert view.score("where did the cat sit", passages) == cold
+    assert critic.score("a question", ["a dog barked", "new text"])
+    assert calls == [["new text"]]  # only the passage never seen was tokenized
+    direct = real(["a dog barked"], add_special_tokens=False)[0]
+    assert critic.encode("q", ["a dog barked"])[1][0].ids == direct.ids
+
+
+def test_the_encoding_cache_keeps_the_latest_passages() -> None:
+    from ragbrain.critic.model import _EncodingCache
+
+    class Engine:
+        def encode_batch_fast(self, texts: list[str], **kwargs: object) -> list[str]:
+            return [t.upper() for t in texts]
+
+    cache = _EncodingCache(Engine(), size=2)
+    assert cache.encode(["a", "b", "a"]) == ["A", "B", "A"]
+    cache.encode(["a"])  # "a" is now the latest, "b" the oldest
+    cache.encode(["c"])
+    assert list(cache._by_text) == ["a", "c"]

@@ -7,6 +7,8 @@ import copy
 import functools
 import logging
 import math
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -111,6 +113,7 @@ class TransformerCritic:
         self._tokenizer_folder = tokenizer_folder(self.folder, self.calibration.get("base"))
         self._words = self._engine()
         self._pairs = pair_engine(self._words, self.max_length)
+        self._passages = _EncodingCache(self._words)  # shared by every ``for_model`` view
         self.pad_id = int(getattr(self.model.config, "pad_token_id", None) or 0)
         self.features = self._features() if "combiner" in self.calibration else None
         self.onnx: OnnxCriticModel | None = None
@@ -193,10 +196,11 @@ class TransformerCritic:
 
     def encode(self, query: str, passages: Sequence[str]) -> tuple[Any, list[Any]]:
         """Tokenize the query and every passage once, whole; pairs and features slice these
-        (ids only: no character offsets, which cost a quarter of the time)."""
+        (ids only: no character offsets, which cost a quarter of the time). A passage judged
+        lately (a compound question's parts judge the same chunks again; an agent's next
+        question often finds them too) comes from a small cache of encodings."""
         query_encoding = self._words.encode(query, add_special_tokens=False)
-        passages_encoding = self._words.encode_batch_fast(list(passages), add_special_tokens=False)
-        return query_encoding, passages_encoding
+        return query_encoding, self._passages.encode(passages)
 
     def pair_batch(self, query_encoding: Any, passage_encodings: Sequence[Any]) -> dict[str, Any]:
         """Model inputs for (query, passage) pairs: ``[CLS] query [SEP] passage [SEP]`` cut to
@@ -313,6 +317,33 @@ class TransformerCritic:
         if len(self.combiner["inputs"]) > len(columns):  # list-aware
             x = torch.cat([x, list_columns(x, columns)], dim=1)
         return _finite(combine(x, self.combiner))
+
+
+class _EncodingCache:
+    """The tokenizer engine's encodings of the latest ``size`` distinct passages (by text),
+    safe to share between threads; an encoding is what the engine would give again."""
+
+    def __init__(self, engine: Any, size: int = 512) -> None:
+        self.engine = engine
+        self.size = size
+        self._lock = threading.Lock()
+        self._by_text: OrderedDict[str, Any] = OrderedDict()
+
+    def encode(self, passages: Sequence[str]) -> list[Any]:
+        """One encoding per passage, in order (special tokens left out)."""
+        with self._lock:
+            found = {text: self._by_text[text] for text in passages if text in self._by_text}
+            for text in found:
+                self._by_text.move_to_end(text)
+        missing = list(dict.fromkeys(text for text in passages if text not in found))
+        if missing:
+            new = self.engine.encode_batch_fast(missing, add_special_tokens=False)
+            found.update(zip(missing, new, strict=True))
+            with self._lock:
+                self._by_text.update(zip(missing, new, strict=True))
+                while len(self._by_text) > self.size:
+                    self._by_text.popitem(last=False)
+        return [found[text] for text in passages]
 
 
 def _finite(probs: torch.Tensor) -> list[float]:
