@@ -133,8 +133,6 @@ class _SelfAttention(nn.Module):
         query = self.query(rows).view(*split).transpose(1, 2)
         key = self.key(hidden).view(*split).transpose(1, 2)
         value = self.value(hidden).view(*split).transpose(1, 2)
-        if mask is not None and rows.shape[1] != hidden.shape[1]:
-            mask = mask[:, :, : rows.shape[1]]
         out = nn.functional.scaled_dot_product_attention(
             query, key, value, attn_mask=mask, dropout_p=0.0, scale=self.scaling, is_causal=False
         )
@@ -223,11 +221,13 @@ class _Pooler(nn.Module):
         return torch.tanh(self.dense(hidden[:, 0]))
 
 
-def padding_mask(mask: torch.Tensor, width: int) -> torch.Tensor | None:
-    """The 4-D boolean mask sdpa gets for a 2-D padding mask; None when nothing is padded."""
+def padding_mask(mask: torch.Tensor) -> torch.Tensor | None:
+    """The boolean mask sdpa gets for a 2-D padding mask, (batch, 1, 1, keys): it broadcasts
+    over the heads and over however many query positions a layer computes; None when nothing
+    is padded."""
     if bool(mask.all()):
         return None
-    return mask.bool()[:, None, None, :].expand(mask.shape[0], 1, width, width)
+    return mask.bool()[:, None, None, :]
 
 
 class BertEncoder(nn.Module):
@@ -255,8 +255,7 @@ class BertEncoder(nn.Module):
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
         hidden = self.embeddings(input_ids, token_type_ids)
-        width = input_ids.shape[1]
-        mask = None if attention_mask is None else padding_mask(attention_mask, width)
+        mask = None if attention_mask is None else padding_mask(attention_mask)
         out: torch.Tensor = self.encoder(hidden, mask, first_only=first_only)
         return out
 
