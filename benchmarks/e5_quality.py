@@ -156,8 +156,8 @@ def main() -> None:
     args = parser.parse_args()
     partial = RESULTS / f"{args.name}.partial.json"
 
-    from ragbrain.embeddings import default_embeddings, e5_embeddings
     from ragbrain.evaluation.calibrate import operating_point
+    from ragbrain.models.embeddings import default_embeddings, e5_embeddings
 
     models = {"minilm": default_embeddings(), "e5-small": e5_embeddings()}
     done: dict[str, Any] = (

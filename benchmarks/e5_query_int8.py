@@ -58,7 +58,7 @@ def main() -> None:
     import numpy as np
     import torch
 
-    from ragbrain.embeddings import default_embeddings, e5_embeddings
+    from ragbrain.models.embeddings import default_embeddings, e5_embeddings
 
     warnings.filterwarnings("ignore", module="torch")  # the deprecation notes of torch.ao
     minilm, e5 = default_embeddings(), e5_embeddings()

@@ -37,13 +37,13 @@ def rss():
 model, folder = sys.argv[1], sys.argv[2]
 texts = json.loads(sys.stdin.read())
 if model == 'minilm':
-    from ragbrain.embeddings import default_embeddings
+    from ragbrain.models.embeddings import default_embeddings
     emb = default_embeddings()
 elif model == 'e5':  # as a store opens it, on $RAGBRAIN_BACKEND
-    from ragbrain.embeddings import e5_embeddings
+    from ragbrain.models.embeddings import e5_embeddings
     emb = e5_embeddings()
 else:
-    from ragbrain.backend import load_embeddings
+    from ragbrain.models.backend import load_embeddings
     emb = load_embeddings(Path(folder), 'torch', query_prompt='query: ', passage_prompt='passage: ',
                           half_word_embeddings=model == 'e5-half')
 for q in ('why did the nightly backup fail', 'ทำไมการสำรองข้อมูลล้มเหลว',
@@ -55,7 +55,7 @@ emb.embed_documents(texts[:8])
 loaded = rss()
 vectors = np.asarray(emb.embed_documents(texts))
 batch = rss()
-from ragbrain.heap import give_back_freed_memory
+from ragbrain._util import give_back_freed_memory
 give_back_freed_memory()
 given_back = rss()
 from ragbrain.factory import resolve_critic  # what a reader also holds: the critic, on torch
@@ -156,7 +156,7 @@ def measure_memory(texts: list[str], tmp: Path, backend: str) -> dict[str, Any]:
         return {k: {m: v[m] for m in KEYS} for k, v in runs.items()}
     import numpy as np
 
-    from ragbrain.e5 import convert
+    from ragbrain.models.e5 import convert
 
     source, digest = convert.source_file()
     fp32 = tmp / "e5-fp32-table"
@@ -241,9 +241,9 @@ def main() -> None:
     parser.add_argument("--skip-speed", action="store_true", help="memory only")
     args = parser.parse_args()
 
-    from ragbrain.backend import backend_setting
-    from ragbrain.embeddings import default_embeddings, e5_embeddings
     from ragbrain.ingest import ingest
+    from ragbrain.models.backend import backend_setting
+    from ragbrain.models.embeddings import default_embeddings, e5_embeddings
     from ragbrain.store import Store
 
     rng = random.Random(args.seed)

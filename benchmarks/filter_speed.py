@@ -28,8 +28,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from benchmarks.common import QUERIES, TYPE_SHARES, save, say, stats, synthetic_store, timed
-from ragbrain.embeddings import default_embeddings
 from ragbrain.lexical.sync import LexicalSearcher
+from ragbrain.models.embeddings import default_embeddings
 from ragbrain.store import Store
 from ragbrain.store.type_index import TypeIndex
 

@@ -220,8 +220,8 @@ def load(args: argparse.Namespace) -> tuple[dict[str, SetData], dict[str, SetDat
     from benchmarks.lodo import load_sets
     from ragbrain.critic.folder import default_critic_path
     from ragbrain.critic.model import TransformerCritic
-    from ragbrain.embeddings import EMBEDDING_CHOICES
     from ragbrain.evaluation.lodo import folds
+    from ragbrain.models.embeddings import EMBEDDING_CHOICES
 
     model = EMBEDDING_CHOICES[args.embedding]
     critic = TransformerCritic(default_critic_path()).for_model(model)
@@ -323,7 +323,7 @@ def main() -> None:
     if args.load_only:
         say("loaded")
         return
-    from ragbrain.embeddings import EMBEDDING_CHOICES
+    from ragbrain.models.embeddings import EMBEDDING_CHOICES
 
     payload = {
         "embedding_model": EMBEDDING_CHOICES[args.embedding],

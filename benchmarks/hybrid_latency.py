@@ -13,10 +13,10 @@ import argparse
 import time
 
 from benchmarks.common import QUERIES, forget_queries, save, say, stats, synthetic_store, timed
-from ragbrain.embeddings import default_embeddings
 from ragbrain.lexical.fusion import hybrid_search
 from ragbrain.lexical.index import LexicalIndex
 from ragbrain.lexical.sync import index_path, sync_lexical
+from ragbrain.models.embeddings import default_embeddings
 
 
 def main() -> None:

@@ -17,10 +17,10 @@ import tempfile
 from pathlib import Path
 
 from benchmarks.common import save, say, timed
-from ragbrain.embeddings import default_embeddings, minilm_path
 from ragbrain.ingest import ingest
 from ragbrain.ingest.chunks import chunk_note
 from ragbrain.ingest.files import find_notes
+from ragbrain.models.embeddings import default_embeddings, minilm_path
 from ragbrain.paths import sample_notes
 from ragbrain.store import Store
 

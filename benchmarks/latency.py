@@ -25,10 +25,10 @@ from benchmarks.common import (
     without_langgraph,
 )
 from ragbrain.context import RetrievalContext
-from ragbrain.embeddings import default_embeddings
 from ragbrain.evaluation.evaluate import eval_critic
 from ragbrain.evaluation.runner import dense_retriever
 from ragbrain.graph import build_graph
+from ragbrain.models.embeddings import default_embeddings
 from ragbrain.retriever import CorrectiveRetriever
 from ragbrain.store import Store
 

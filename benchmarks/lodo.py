@@ -9,7 +9,7 @@ train/dev queries only, and the held-apart set's test queries are judged:
 - the critic's threshold for the shipped layer (the shipped rule: every fit set keeps >= 92%
   of its relevant candidates), and a refit of the critic's last layer with the
   ``benchmarks.critic_layers`` machinery (logistic, balanced rows, same rule);
-- the abstention thresholds (``ragbrain.abstain``) on the fit sets' missing-answer scenario:
+- the abstention thresholds (``ragbrain.refusal.abstain``) on the fit sets' missing-answer scenario:
   the most answerless queries refused while every fit set refuses <= 5% of its answerable ones.
 
 Those fits live in ``benchmarks.lodo_fit`` (``fit_fold``), the writing of the every-set fit
@@ -155,8 +155,8 @@ def judge_set(
 ) -> dict[str, dict[str, list[str]]]:
     """What every configuration hands over for each test query (over the pruned store when
     ``removed`` is not empty)."""
-    from ragbrain.abstain import AbstainThresholds, Evidence, hand_over, should_abstain
     from ragbrain.evaluation.missing import BASELINE_GATE, gate_refuses
+    from ragbrain.refusal.abstain import AbstainThresholds, Evidence, hand_over, should_abstain
 
     shipped, refit = shipped_scorer(critic), layer_scorer(fold["_layer"])
     w = fold["dense_share"]
@@ -422,7 +422,7 @@ def shipped_critic_and_sets(
     ``load_sets`` (what the benchmarks beside this one judge with)."""
     from ragbrain.critic.folder import default_critic_path
     from ragbrain.critic.model import TransformerCritic
-    from ragbrain.embeddings import EMBEDDING_CHOICES
+    from ragbrain.models.embeddings import EMBEDDING_CHOICES
 
     model = EMBEDDING_CHOICES[args.embedding]
     critic = TransformerCritic(default_critic_path()).for_model(model)
@@ -436,9 +436,9 @@ def main() -> None:
 
     from ragbrain.critic.folder import default_critic_path
     from ragbrain.critic.model import TransformerCritic
-    from ragbrain.embeddings import EMBEDDING_CHOICES
     from ragbrain.evaluation.lodo import folds
     from ragbrain.evaluation.missing import split_missing
+    from ragbrain.models.embeddings import EMBEDDING_CHOICES
 
     model = EMBEDDING_CHOICES[args.embedding]
     critic = TransformerCritic(args.critic or default_critic_path()).for_model(model)

@@ -177,11 +177,11 @@ def load_role(
         DataSetError: A bad data folder.
     """
     from ragbrain.context import RetrievalContext
-    from ragbrain.embeddings import DEFAULT_EMBEDDING_MODEL, embeddings_for
     from ragbrain.evaluation.beir import corpus_store
     from ragbrain.lexical.fusion import dense_trusted
     from ragbrain.lexical.sync import sync_lexical
     from ragbrain.lexical.tokens import TOKENIZER_VERSION
+    from ragbrain.models.embeddings import DEFAULT_EMBEDDING_MODEL, embeddings_for
     from ragbrain.nodes.depth import complexity, depth_for
 
     loaded, qrels = _pooled(root, name, splits)
@@ -243,8 +243,8 @@ def _powered(records: list[Record], model: str | None) -> list[Record]:
     """``records`` with the fusion's BM25 power of the stores' model."""
     from dataclasses import replace
 
-    from ragbrain.embeddings import DEFAULT_EMBEDDING_MODEL
     from ragbrain.lexical.fusion import bm25_power
+    from ragbrain.models.embeddings import DEFAULT_EMBEDDING_MODEL
 
     power = bm25_power(model or DEFAULT_EMBEDDING_MODEL)
     return [replace(r, bm25_power=power) for r in records]

@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from benchmarks.lodo_data import Record, SetData, rows_of
-from ragbrain.abstain import EvidenceRow, fit_thresholds
 from ragbrain.lexical.fusion import DENSE_SHARE
+from ragbrain.refusal.abstain import EvidenceRow, fit_thresholds
 
 if TYPE_CHECKING:
     import torch
@@ -228,7 +228,7 @@ def evidence_rows(
     """Per scenario query: (answerable, the critic's best score, the best distance, BM25's
     coverage) of its judged list over the pruned store (the hybrid top ``JUDGE_K``, as the
     graph judges)."""
-    from ragbrain.abstain import best_score
+    from ragbrain.refusal.abstain import best_score
 
     out = []
     for record in data.records:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchmarks.common import say
 from benchmarks.lodo_fit import labelled_scores, shipped_scorer
-from ragbrain.abstain import MAX_FALSE_REFUSAL
+from ragbrain.refusal.abstain import MAX_FALSE_REFUSAL
 
 if TYPE_CHECKING:
     from ragbrain.critic.model import TransformerCritic

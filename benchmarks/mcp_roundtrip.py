@@ -26,8 +26,8 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from benchmarks.common import QUERIES, save, say, stats
-from ragbrain.embeddings import default_embeddings
 from ragbrain.ingest import ingest
+from ragbrain.models.embeddings import default_embeddings
 from ragbrain.paths import cache_root, sample_notes
 from ragbrain.retriever import CorrectiveRetriever
 from ragbrain.store import Store

@@ -164,8 +164,8 @@ def _remember_then_search(service: RagbrainService, runs: int, tag: str) -> dict
 
 def measure_remember(runs: int) -> dict[str, Any]:
     """remember then search, on the sample notes (real model) and on the 10k store."""
-    from ragbrain.embeddings import default_embeddings
     from ragbrain.ingest import ingest
+    from ragbrain.models.embeddings import default_embeddings
     from ragbrain.paths import sample_notes
     from ragbrain.store import Store
 

@@ -27,12 +27,12 @@ def main() -> None:
     import numpy as np
 
     import ragbrain.critic.onnx as critic_onnx
-    from ragbrain.backend import load_embeddings
     from ragbrain.critic.folder import build_model, default_critic_path
     from ragbrain.critic.model import TransformerCritic
-    from ragbrain.embeddings import DEFAULT_EMBEDDING_MODEL, minilm_path, set_offline
     from ragbrain.evaluation.beir import load_split
-    from ragbrain.onnx_backend import QUANTIZATION
+    from ragbrain.models.backend import load_embeddings
+    from ragbrain.models.embeddings import DEFAULT_EMBEDDING_MODEL, minilm_path, set_offline
+    from ragbrain.models.onnx_backend import QUANTIZATION
 
     set_offline()
     split = load_split(args.data, "dev", drop_unknown_docs=True)

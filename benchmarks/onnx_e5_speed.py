@@ -56,11 +56,11 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=320)
     args = parser.parse_args()
 
-    from ragbrain.backend import load_embeddings
-    from ragbrain.e5.convert import model_folder
-    from ragbrain.embeddings import minilm_path, set_offline
     from ragbrain.evaluation.beir import load_split
     from ragbrain.ingest.chunks import splitter_for
+    from ragbrain.models.backend import load_embeddings
+    from ragbrain.models.e5.convert import model_folder
+    from ragbrain.models.embeddings import minilm_path, set_offline
 
     set_offline()
     e5 = model_folder()

@@ -47,14 +47,14 @@ def handed_over(graph: Graph, query: str) -> list[str]:
 
 def measure_set(split: Split, queries: int, seed: int = 0) -> dict[str, Any]:
     """nDCG@10 and the number handed over, per side, on a seeded sample of ``split``."""
-    from ragbrain.backend import load_embeddings
     from ragbrain.critic.folder import default_critic_path
     from ragbrain.critic.model import TransformerCritic
-    from ragbrain.embeddings import minilm_path
     from ragbrain.evaluation.beir import corpus_store
     from ragbrain.evaluation.metrics import ndcg_at_k
     from ragbrain.graph import build_graph
     from ragbrain.lexical.sync import LexicalSearcher
+    from ragbrain.models.backend import load_embeddings
+    from ragbrain.models.embeddings import minilm_path
 
     models = {b: load_embeddings(minilm_path(), b) for b in ("torch", "onnx")}
     stores = {
@@ -139,8 +139,8 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    from ragbrain.embeddings import set_offline
     from ragbrain.evaluation.beir import load_split
+    from ragbrain.models.embeddings import set_offline
 
     set_offline()
     roots = dict(item.split("=", 1) for item in args.root)

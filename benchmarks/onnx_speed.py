@@ -36,8 +36,8 @@ from typing import Any
 from benchmarks.common import save, say
 
 COLD = (
-    "import time; t = time.perf_counter(); from ragbrain.backend import load_embeddings; "
-    "from ragbrain.embeddings import minilm_path, set_offline; set_offline(); "
+    "import time; t = time.perf_counter(); from ragbrain.models.backend import load_embeddings; "
+    "from ragbrain.models.embeddings import minilm_path, set_offline; set_offline(); "
     "e = load_embeddings(minilm_path(), '{backend}'); e.embed_query('warm up'); "
     "print(time.perf_counter() - t)"
 )
@@ -89,11 +89,11 @@ def main() -> None:  # noqa: PLR0915 (one measurement after another, in one plac
 
     import numpy as np
 
-    from ragbrain.backend import load_embeddings
     from ragbrain.critic.folder import default_critic_path
     from ragbrain.critic.model import TransformerCritic
-    from ragbrain.embeddings import DEFAULT_EMBEDDING_MODEL, minilm_path, set_offline
     from ragbrain.evaluation.beir import load_split
+    from ragbrain.models.backend import load_embeddings
+    from ragbrain.models.embeddings import DEFAULT_EMBEDDING_MODEL, minilm_path, set_offline
 
     set_offline()
     split = load_split(args.data, args.split, drop_unknown_docs=True)

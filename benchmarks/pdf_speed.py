@@ -20,9 +20,9 @@ from pathlib import Path
 from benchmarks.common import save, say, timed
 from benchmarks.format_choice import note_texts
 from benchmarks.ingest_speed import chunk_texts
-from ragbrain.embeddings import default_embeddings, minilm_path
 from ragbrain.ingest import ingest
 from ragbrain.ingest.formats import load_pdf
+from ragbrain.models.embeddings import default_embeddings, minilm_path
 from ragbrain.store import Store
 from tests.support.format_files import write_pdf
 

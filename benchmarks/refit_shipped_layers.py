@@ -26,7 +26,7 @@ from ragbrain.critic.training.recalibrate import recalibrate
 from ragbrain.critic.training.recipe import Recipe
 from ragbrain.critic.training.save import write_calibration
 from ragbrain.critic.training.sources import retrieved_lists
-from ragbrain.embeddings import default_embeddings, model_name_of
+from ragbrain.models.embeddings import default_embeddings, model_name_of
 
 
 def main() -> None:

@@ -95,7 +95,7 @@ def prefill(size: int) -> tuple[Path, float]:
     began = time.perf_counter()
     code = (
         "from benchmarks.common import synthetic_store\n"
-        "from ragbrain.embeddings import default_embeddings\n"
+        "from ragbrain.models.embeddings import default_embeddings\n"
         f"synthetic_store({size}, default_embeddings())\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -199,8 +199,8 @@ def end_to_end(sizes: list[int], rounds: int = 5) -> None:
     "The graph adds" compares the graph with the plain nodes; the retriever's own wrapper
     (LangChain's ``BaseRetriever.invoke``: its callback manager and input checks) is there with
     or without a graph, so it is reported apart, as the retriever against the graph."""
-    from ragbrain.embeddings import default_embeddings
     from ragbrain.evaluation.evaluate import eval_critic
+    from ragbrain.models.embeddings import default_embeddings
 
     embeddings, critic = default_embeddings(), eval_critic(None)
     rows: list[dict[str, Any]] = []

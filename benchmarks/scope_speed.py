@@ -24,9 +24,9 @@ from functools import partial
 
 from benchmarks.common import QUERIES, save, say, stats, timed
 from benchmarks.scoped_store import PATH_SHARES, TAG_SHARES, scoped_store
-from ragbrain.embeddings import default_embeddings
-from ragbrain.filters import Filters
 from ragbrain.lexical.sync import LexicalSearcher
+from ragbrain.models.embeddings import default_embeddings
+from ragbrain.query.filters import Filters
 from ragbrain.store import Store
 from ragbrain.store.scoped import ScopeVectors
 from ragbrain.store.type_index import OVERFETCH

@@ -83,7 +83,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=100_000)
     args = parser.parse_args()
-    from ragbrain.embeddings import default_embeddings
+    from ragbrain.models.embeddings import default_embeddings
 
     store = scoped_store(args.size, default_embeddings())
     say(f"{store.count()} chunks at {store.location}")

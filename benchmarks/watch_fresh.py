@@ -181,7 +181,7 @@ def crash_trials(tmp: Path, trials: int, changes: int, rng: random.Random) -> li
 
 def real_freshness(args: argparse.Namespace) -> None:
     """The freshness part with the real model: embedding an edit is then part of the time."""
-    from ragbrain.embeddings import default_embeddings
+    from ragbrain.models.embeddings import default_embeddings
 
     rng = random.Random(22)
     with tempfile.TemporaryDirectory() as tmp_name:

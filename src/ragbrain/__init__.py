@@ -22,21 +22,21 @@ if TYPE_CHECKING:
         StoreUnavailableError,
     )
     from ragbrain.factory import default_graph, open_graph
-    from ragbrain.filters import Filters
     from ragbrain.graph import build_graph
     from ragbrain.paths import default_store_path
-    from ragbrain.reader import Excerpt, read_source
+    from ragbrain.query.filters import Filters
     from ragbrain.retriever import CorrectiveRetriever
     from ragbrain.state import RETRIEVAL_KEY, RetrievalOutput
     from ragbrain.store import Store
+    from ragbrain.store.reader import Excerpt, read_source
     from ragbrain.store.resilience import StorePolicy
 
 _WHERE = {
     "CorrectiveRetriever": "ragbrain.retriever",
     "Critic": "ragbrain.critic",
     "CriticLoadError": "ragbrain.errors",
-    "Excerpt": "ragbrain.reader",
-    "Filters": "ragbrain.filters",
+    "Excerpt": "ragbrain.store.reader",
+    "Filters": "ragbrain.query.filters",
     "InvalidInputError": "ragbrain.errors",
     "RETRIEVAL_KEY": "ragbrain.state",
     "RagbrainError": "ragbrain.errors",
@@ -53,7 +53,7 @@ _WHERE = {
     "default_graph": "ragbrain.factory",
     "default_store_path": "ragbrain.paths",
     "open_graph": "ragbrain.factory",
-    "read_source": "ragbrain.reader",
+    "read_source": "ragbrain.store.reader",
 }
 
 __all__ = [

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from ragbrain.abstain import AbstainThresholds
 from ragbrain.errors import InvalidInputError
-from ragbrain.inputs import check_k
 from ragbrain.lexical.fusion import DENSE_SHARE
+from ragbrain.query.inputs import check_k
+from ragbrain.refusal.abstain import AbstainThresholds
 
 if TYPE_CHECKING:
     from langgraph.runtime import Runtime

@@ -112,8 +112,8 @@ def default_graph() -> Graph:
     try:
         return open_graph(None)
     except StoreNotFoundError:
-        from ragbrain.embeddings import default_embeddings
         from ragbrain.ingest import ingest
+        from ragbrain.models.embeddings import default_embeddings
 
         folder = cache_root() / "sample-store"
         log.warning(

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ragbrain.context import DEFAULT_GATE_THRESHOLD
-from ragbrain.embeddings import DEFAULT_EMBEDDING_MODEL, E5_SMALL, model_name_of
+from ragbrain.models.embeddings import DEFAULT_EMBEDDING_MODEL, E5_SMALL, model_name_of
 
 if TYPE_CHECKING:
     from ragbrain.store import Store

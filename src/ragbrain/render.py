@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.console import Console
 
-from ragbrain.filters import MODIFIED_KEY, time_label
+from ragbrain.query.filters import MODIFIED_KEY, time_label
 from ragbrain.state import RETRIEVAL_KEY, RetrievalOutput
 
 

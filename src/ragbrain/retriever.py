@@ -19,11 +19,11 @@ from pydantic import ConfigDict, Field
 from ragbrain.context import RetrievalContext
 from ragbrain.errors import InvalidInputError
 from ragbrain.factory import CriticChoice, OnCriticError, open_store_and_graph
-from ragbrain.filters import Filters
-from ragbrain.inputs import check_k, check_query, check_types
+from ragbrain.query.filters import Filters
+from ragbrain.query.inputs import check_k, check_query, check_types
+from ragbrain.query.typematch import unknown_types
 from ragbrain.state import RetrievalInput, RetrievalOutput
 from ragbrain.store.resilience import StorePolicy
-from ragbrain.typematch import unknown_types
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -59,7 +59,7 @@ class CorrectiveRetriever(BaseRetriever):
         default=None,
         description="Path prefixes, tags and a time range every chunk must pass: a "
         "``ragbrain.Filters`` or a dict of ``path``, ``tags``, ``all_tags``, ``after``, "
-        "``before`` (see ``ragbrain.filters``). A call's ``filters`` replaces it.",
+        "``before`` (see ``ragbrain.query.filters``). A call's ``filters`` replaces it.",
     )
     known_types: Callable[[], list[str]] | None = Field(
         default=None,
@@ -92,7 +92,7 @@ class CorrectiveRetriever(BaseRetriever):
         Args:
             path: The store folder; None is ``$RAGBRAIN_STORE`` or the default location.
             embeddings: Any LangChain ``Embeddings``; None is the model the store records
-                (``ragbrain.embeddings.embeddings_for``; all-MiniLM-L6-v2 for a new store).
+                (``ragbrain.models.embeddings.embeddings_for``; all-MiniLM-L6-v2 for a new store).
             critic: ``"default"`` (the shipped critic when installed), a critic folder,
                 a ``Critic`` object, or None for no critic.
             on_critic_error: ``"raise"`` a ``CriticLoadError`` or ``"disable"`` the critic.
@@ -174,7 +174,8 @@ class CorrectiveRetriever(BaseRetriever):
 
     def unknown_types(self, types: Sequence[str] | None) -> list[tuple[str, list[str]]]:
         """The types of ``types`` that match no stored type (case-insensitively), each with
-        the closest stored ones; empty without ``known_types`` (see ``ragbrain.typematch``)."""
+        the closest stored ones; empty without ``known_types``
+        (see ``ragbrain.query.typematch``)."""
         if not types or self.known_types is None:
             return []
         return unknown_types(list(types), self.known_types())

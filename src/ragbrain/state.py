@@ -22,7 +22,7 @@ class Hit(TypedDict):
     metadata: dict[str, Any]
     distance: float
     from_fallback: bool
-    # A compound question's hit: its cosine distance to each part (``ragbrain.parts``).
+    # A compound question's hit: its cosine distance to each part (``ragbrain.query.parts``).
     part_distances: NotRequired[list[float]]
 
 
@@ -31,7 +31,7 @@ class RetrievalInput(TypedDict):
 
     query: str
     type_filter: list[str] | None
-    # Path, tag and date filters as JSON values (``ragbrain.filters.Filters.spec``); kept by
+    # Path, tag and date filters as JSON values (``ragbrain.query.filters.Filters.spec``); kept by
     # the fallback, which widens the type filter only.
     filters: NotRequired[dict[str, Any] | None]
 

@@ -129,7 +129,7 @@ def test_graph_prints_mermaid() -> None:
 def test_absent_server_exits_1_within_the_deadline(tmp_path: Path) -> None:
     import time
 
-    from ragbrain.embeddings import default_embeddings
+    from ragbrain.models.embeddings import default_embeddings
     from tests.support.chroma_server import free_port
 
     default_embeddings()  # loaded once, so the timing below is the store's alone

@@ -41,7 +41,7 @@ def e5_critic(tmp_path_factory: pytest.TempPathFactory, converted: Path) -> Iter
     out = tmp_path_factory.mktemp("e5-critic") / "critic"
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("RAGBRAIN_CACHE", str(tmp_path_factory.mktemp("cache")))
-        patch.setattr("ragbrain.e5.convert.model_folder", lambda: converted)
+        patch.setattr("ragbrain.models.e5.convert.model_folder", lambda: converted)
         train, dev, corpus = synthetic()
         recipe = dataclasses.replace(RECIPE, base=E5_BASE)
         train_critic(

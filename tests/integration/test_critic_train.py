@@ -361,10 +361,10 @@ def test_recalibrating_refits_the_layers_and_keeps_the_weights(
 def test_recalibrating_fits_abstention_cuts_on_the_missing_answer_scenario(
     trained: Path, tmp_path: Path
 ) -> None:
-    from ragbrain.abstain import AbstainThresholds
     from ragbrain.critic.training.recalibrate import recalibrate
     from ragbrain.critic.training.sources import retrieved_lists, scenario_lists
     from ragbrain.evaluation.beir import load_split
+    from ragbrain.refusal.abstain import AbstainThresholds
     from tests.support.fakes import BagOfWordsEmbeddings
 
     folder = _labelled_folder(tmp_path / "tiny")

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragbrain.e5 import binfile, charsmap, convert
 from ragbrain.errors import ModelLoadError
+from ragbrain.models.e5 import binfile, charsmap, convert
 
 REFERENCE = Path(__file__).parents[1] / "support" / "data" / "e5_reference_ids.json"
 
@@ -23,7 +23,7 @@ def e5_file(source: tuple[Path, str]) -> binfile.E5File:
 
 @pytest.fixture(scope="session")
 def tokenizer(e5_file: binfile.E5File):  # type: ignore[no-untyped-def]
-    from ragbrain.e5.tokenizer import build_tokenizer
+    from ragbrain.models.e5.tokenizer import build_tokenizer
 
     tok = build_tokenizer(e5_file)
     tok.encode_special_tokens = True
@@ -265,7 +265,7 @@ def test_long_texts_are_truncated_at_512_tokens(e5) -> None:  # type: ignore[no-
 
 @pytest.mark.slow
 def test_the_name_recorded_in_stores(e5) -> None:  # type: ignore[no-untyped-def]
-    from ragbrain.embeddings import E5_SMALL, model_name_of
+    from ragbrain.models.embeddings import E5_SMALL, model_name_of
 
     assert model_name_of(e5) == E5_SMALL
 
@@ -275,7 +275,7 @@ def test_the_word_embeddings_are_stored_and_kept_in_fp16(converted: Path, e5_tor
     import torch
     from safetensors import safe_open
 
-    from ragbrain.e5.half import HalfEmbedding
+    from ragbrain.models.e5.half import HalfEmbedding
 
     with safe_open(str(converted / "model.safetensors"), "pt") as weights:
         assert weights.get_slice("embeddings.word_embeddings.weight").get_dtype() == "F16"

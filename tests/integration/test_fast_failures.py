@@ -87,7 +87,7 @@ def test_a_missing_notes_folder_leaves_no_new_store(tmp_path: Path) -> None:
 def test_an_ingest_that_fails_after_creating_the_store_removes_it(
     tmp_path: Path, notes_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("ragbrain.embeddings.default_embeddings", BagOfWordsEmbeddings)
+    monkeypatch.setattr("ragbrain.models.embeddings.default_embeddings", BagOfWordsEmbeddings)
 
     def broken(*args: object, **kwargs: object) -> None:
         raise StoreUnavailableError("the disk went away")
@@ -105,8 +105,8 @@ def test_an_ingest_that_fails_after_creating_the_store_removes_it(
 def test_chunking_counts_tokens_as_the_transformers_tokenizer_does() -> None:
     from transformers import AutoTokenizer
 
-    from ragbrain.embeddings import minilm_path
     from ragbrain.ingest.chunks import token_counter
+    from ragbrain.models.embeddings import minilm_path
 
     tokenizer = AutoTokenizer.from_pretrained(minilm_path(), local_files_only=True)
     texts = [

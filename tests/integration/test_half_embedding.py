@@ -1,4 +1,4 @@
-"""Word embeddings stored and kept in fp16 (ragbrain.e5.half), on a tiny BERT built here."""
+"""Word embeddings stored and kept in fp16 (ragbrain.models.e5.half), on a tiny BERT built here."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragbrain.backend import load_embeddings
+from ragbrain.models.backend import load_embeddings
 from tests.support.tiny_models import make_sentence_model
 
 TEXTS = ["the quick brown fox", "a cell of the brain", "notes search vector store", "paris"]
@@ -40,8 +40,8 @@ def folders(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def test_the_table_stays_fp16_and_the_vectors_do_not_move(folders: tuple[Path, Path]) -> None:
     import torch
 
-    from ragbrain.e5.half import HalfEmbedding
-    from ragbrain.sentence import SentenceEmbeddings
+    from ragbrain.models.e5.half import HalfEmbedding
+    from ragbrain.models.sentence import SentenceEmbeddings
 
     full, half = folders
     reference = np.asarray(load_embeddings(full, "torch").embed_documents(TEXTS))

@@ -163,7 +163,7 @@ class _Unsure(_Scores):
     """Keeps every chunk at a low score, and ships abstention cuts the score falls under."""
 
     def __init__(self) -> None:
-        from ragbrain.abstain import AbstainThresholds
+        from ragbrain.refusal.abstain import AbstainThresholds
 
         super().__init__(0.6)
         self.abstain_thresholds = AbstainThresholds(0.7, 0.0, "test")

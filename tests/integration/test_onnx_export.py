@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragbrain import onnx_backend
-from ragbrain.backend import load_embeddings
-from ragbrain.embeddings import model_name_of
-from ragbrain.onnx_backend import INT8_FILE, OnnxEmbeddings
-from ragbrain.onnx_cache import MANIFEST, OnnxExportError, problem
+from ragbrain.models import onnx_backend
+from ragbrain.models.backend import load_embeddings
+from ragbrain.models.embeddings import model_name_of
+from ragbrain.models.onnx_backend import INT8_FILE, OnnxEmbeddings
+from ragbrain.models.onnx_cache import MANIFEST, OnnxExportError, problem
 from tests.support.tiny_models import make_sentence_model
 
 TEXTS = ["the quick brown fox jumps over the lazy dog", "paris is a city in france", "cell", ""]
@@ -95,7 +95,7 @@ def test_killed_export_is_redone(tiny: Path, caplog: pytest.LogCaptureFixture) -
     first = OnnxEmbeddings(tiny)
     model = first.export_folder / INT8_FILE
     model.write_bytes(model.read_bytes()[: model.stat().st_size // 2])
-    with caplog.at_level(logging.WARNING, logger="ragbrain.onnx_cache"):
+    with caplog.at_level(logging.WARNING, logger="ragbrain.models.onnx_cache"):
         again = OnnxEmbeddings(tiny)
     assert "damaged ONNX export" in caplog.text
     assert problem(again.export_folder) is None

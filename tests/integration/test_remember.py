@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from ragbrain import InvalidInputError
-from ragbrain.inbox import MAX_NOTE_CHARS, Inbox, slug
 from ragbrain.ingest.files import split_front_matter
+from ragbrain.ingest.inbox import MAX_NOTE_CHARS, Inbox, slug
 from ragbrain.mcp_server import RagbrainService
 from tests.support.fakes import BagOfWordsEmbeddings
 

@@ -1,4 +1,4 @@
-"""SentenceEmbeddings and ragbrain.bert give sentence-transformers' and transformers' numbers
+"""SentenceEmbeddings and ragbrain.models.bert give sentence-transformers' and transformers' numbers
 (tiny models built here, the installed MiniLM, the converted e5), and refuse bad folders."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from ragbrain.errors import ModelLoadError
-from ragbrain.sentence import SentenceEmbeddings, is_bert_folder
+from ragbrain.models.sentence import SentenceEmbeddings, is_bert_folder
 from tests.support.tiny_models import make_sentence_model
 
 TEXTS = [
@@ -80,7 +80,7 @@ def test_the_batch_size_does_not_change_the_vectors(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_minilm_vectors_equal_sentence_transformers() -> None:
-    from ragbrain.embeddings import DEFAULT_EMBEDDING_MODEL, minilm_path, model_name_of
+    from ragbrain.models.embeddings import DEFAULT_EMBEDDING_MODEL, minilm_path, model_name_of
 
     long = "why did the nightly backup fail " * 60  # over MiniLM's 256-token window
     ours = SentenceEmbeddings(minilm_path())
@@ -92,7 +92,7 @@ def test_minilm_vectors_equal_sentence_transformers() -> None:
 def test_e5_vectors_equal_sentence_transformers(converted: Path) -> None:
     import torch
 
-    from ragbrain.e5.half import HalfEmbedding
+    from ragbrain.models.e5.half import HalfEmbedding
 
     texts = [*TEXTS, "ขอบคุณมาก", "ありがとう ございます", "word " * 600]
     ours = SentenceEmbeddings(
@@ -106,8 +106,8 @@ def test_e5_vectors_equal_sentence_transformers(converted: Path) -> None:
 def test_the_light_critic_model_gives_transformers_logits(tmp_path: Path) -> None:
     import torch
 
-    from ragbrain.bert import BertClassifier
     from ragbrain.critic.folder import build_model
+    from ragbrain.models.bert import BertClassifier
     from tests.support.critic_folders import make_critic
 
     folder = make_critic(tmp_path / "critic")
@@ -135,8 +135,8 @@ def test_training_calibrates_the_model_that_loads_later(tmp_path: Path) -> None:
     logits depend on which positions each layer computes), holding the trained weights."""
     import torch
 
-    from ragbrain.bert import BertClassifier
     from ragbrain.critic.folder import build_model, light_twin, quantized
+    from ragbrain.models.bert import BertClassifier
     from tests.support.critic_folders import make_critic
 
     folder = make_critic(tmp_path / "critic")
@@ -159,7 +159,7 @@ def test_the_first_token_alone_equals_the_whole_outputs_first_row() -> None:
     through more than one layer."""
     import torch
 
-    from ragbrain.bert import BertEncoder, BertShape
+    from ragbrain.models.bert import BertEncoder, BertShape
 
     torch.manual_seed(0)
     shape = BertShape(
@@ -279,8 +279,8 @@ def test_a_bad_folder_raises_model_load_error(
 
 
 def test_only_a_bert_folder_takes_this_path(tiny: Path, tmp_path: Path) -> None:
-    from ragbrain.backend import load_embeddings
     from ragbrain.errors import InvalidInputError
+    from ragbrain.models.backend import load_embeddings
 
     other = tmp_path / "other"
     shutil.copytree(tiny, other)

@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from ragbrain.abstain import (
+from ragbrain.errors import InvalidInputError
+from ragbrain.refusal.abstain import (
     AbstainThresholds,
     Evidence,
     EvidenceRow,
@@ -15,7 +16,6 @@ from ragbrain.abstain import (
     hand_over,
     should_abstain,
 )
-from ragbrain.errors import InvalidInputError
 
 T = AbstainThresholds(critic_below=0.2, distance_above=0.5, source="test")
 

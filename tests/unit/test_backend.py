@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from ragbrain.backend import backend_setting, load_embeddings
 from ragbrain.errors import InvalidInputError, MissingExtraError
+from ragbrain.models.backend import backend_setting, load_embeddings
 
 
 @pytest.mark.parametrize(
@@ -49,9 +49,9 @@ def test_onnx_without_onnxruntime_names_the_fix(
 
 
 def test_runtime_of_names_what_runs_the_model() -> None:
-    from ragbrain.backend import runtime_of
-    from ragbrain.onnx_backend import OnnxEmbeddings
-    from ragbrain.sentence import SentenceEmbeddings
+    from ragbrain.models.backend import runtime_of
+    from ragbrain.models.onnx_backend import OnnxEmbeddings
+    from ragbrain.models.sentence import SentenceEmbeddings
     from tests.support.fakes import BagOfWordsEmbeddings
 
     class Exported:  # a loaded OnnxEmbeddings needs a model; its class attribute is the point

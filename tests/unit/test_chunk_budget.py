@@ -8,9 +8,9 @@ import pytest
 from tokenizers import Regex, Tokenizer, pre_tokenizers
 from tokenizers.models import WordLevel
 
-from ragbrain.embeddings import DEFAULT_EMBEDDING_MODEL, E5_SMALL
 from ragbrain.ingest import ingest
 from ragbrain.ingest.chunks import CHUNK_TOKENS, engine_counter, splitter, splitter_for
+from ragbrain.models.embeddings import DEFAULT_EMBEDDING_MODEL, E5_SMALL
 from ragbrain.store import Store
 from tests.support.fakes import BagOfWordsEmbeddings
 

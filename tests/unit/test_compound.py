@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragbrain.compound import split_compound
+from ragbrain.query.compound import split_compound
 
 SPLIT = [
     ("What is the difference between pip-tools and uv?", ["pip-tools", "uv"]),

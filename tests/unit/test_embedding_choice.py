@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import ragbrain.embeddings
+import ragbrain.models.embeddings
 from ragbrain.cli import app
-from ragbrain.embeddings import DEFAULT_EMBEDDING_MODEL, E5_SMALL, embeddings_for
 from ragbrain.errors import InvalidInputError, StoreMismatchError
 from ragbrain.ingest import ingest
 from ragbrain.lexical.fusion import dense_trusted
+from ragbrain.models.embeddings import DEFAULT_EMBEDDING_MODEL, E5_SMALL, embeddings_for
 from ragbrain.store import MODEL_KEY, Store
 from tests.support.fakes import BagOfWordsEmbeddings
 
@@ -32,9 +32,9 @@ def fake_models(monkeypatch: pytest.MonkeyPatch) -> dict[str, Named]:
     """Both registered models replaced by fakes that carry their names."""
     models = {DEFAULT_EMBEDDING_MODEL: Named(DEFAULT_EMBEDDING_MODEL), E5_SMALL: Named(E5_SMALL)}
     monkeypatch.setattr(
-        ragbrain.embeddings, "default_embeddings", lambda: models[DEFAULT_EMBEDDING_MODEL]
+        ragbrain.models.embeddings, "default_embeddings", lambda: models[DEFAULT_EMBEDDING_MODEL]
     )
-    monkeypatch.setattr(ragbrain.embeddings, "e5_embeddings", lambda: models[E5_SMALL])
+    monkeypatch.setattr(ragbrain.models.embeddings, "e5_embeddings", lambda: models[E5_SMALL])
     return models
 
 

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
+from ragbrain._util import require
 from ragbrain.errors import MissingExtraError, RagbrainError
-from ragbrain.extras import require
 
 
 def test_an_installed_module_is_returned() -> None:

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from ragbrain import CorrectiveRetriever, Filters, InvalidInputError
-from ragbrain.facets import Facets
-from ragbrain.filters import MODIFIED_KEY, iso
 from ragbrain.ingest import ingest
 from ragbrain.lexical.sync import LexicalSearcher
+from ragbrain.query.facets import Facets
+from ragbrain.query.filters import MODIFIED_KEY, iso
 from ragbrain.store import Store
 from tests.support.fakes import BagOfWordsEmbeddings
 

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from ragbrain.context import DEFAULT_GATE_THRESHOLD, RetrievalContext
-from ragbrain.embeddings import DEFAULT_EMBEDDING_MODEL
 from ragbrain.gates import SHIPPED_GATES, store_gate
+from ragbrain.models.embeddings import DEFAULT_EMBEDDING_MODEL
 from ragbrain.nodes.fallback import merge_hits
 from ragbrain.nodes.quality import GateSetting, gate_verdict, route_after_gate
 from ragbrain.state import Hit
@@ -142,8 +142,8 @@ def test_a_poor_verdict_takes_the_fallback_only_when_it_can_widen(
 
 
 def test_e5_small_has_its_own_gate() -> None:
-    from ragbrain.embeddings import E5_SMALL
     from ragbrain.gates import model_gate
+    from ragbrain.models.embeddings import E5_SMALL
 
     threshold, origin = model_gate(E5_SMALL)
     assert threshold < SHIPPED_GATES[DEFAULT_EMBEDDING_MODEL].threshold  # compressed distances

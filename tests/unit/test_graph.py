@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ragbrain.diagram import mermaid
+from ragbrain.cli.diagram import mermaid
 
 ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOT = Path(__file__).parent / "snapshots" / "graph.mmd"
@@ -25,7 +25,7 @@ def test_readme_shows_the_current_graph() -> None:
 
 
 def test_context_knobs_are_described() -> None:
-    from ragbrain.diagram import drawing_graph
+    from ragbrain.cli.diagram import drawing_graph
 
     schema = drawing_graph().get_context_jsonschema()
     knobs = schema["properties"]

@@ -169,8 +169,8 @@ def test_weighted_rrf_lets_one_side_only_fill_in() -> None:
 def test_dense_is_trusted_by_query_language(
     fake_store: Store, query: str, languages: tuple[str, ...] | None, trusted: bool
 ) -> None:
-    from ragbrain.embeddings import DEFAULT_EMBEDDING_MODEL
     from ragbrain.lexical.fusion import dense_trusted
+    from ragbrain.models.embeddings import DEFAULT_EMBEDDING_MODEL
 
     fake_store.embeddings.model_name = DEFAULT_EMBEDDING_MODEL  # type: ignore[attr-defined]
     assert dense_trusted(fake_store, query, languages) is trusted

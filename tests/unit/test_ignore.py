@@ -12,7 +12,7 @@ from ragbrain.doctor import diagnose
 from ragbrain.errors import InvalidInputError
 from ragbrain.ingest import ingest
 from ragbrain.ingest.files import scan_notes
-from ragbrain.linklists import link_stats
+from ragbrain.ingest.linklists import link_stats
 from ragbrain.store import Store
 from tests.support.fakes import NOTES, BagOfWordsEmbeddings
 

@@ -127,9 +127,9 @@ def test_fold_params(tmp_path: Path) -> None:
 
 
 def test_fold_context_carries_what_the_fold_fit() -> None:
-    from ragbrain.abstain import AbstainThresholds
     from ragbrain.context import RetrievalContext
     from ragbrain.evaluation.lodo import fold_context
+    from ragbrain.refusal.abstain import AbstainThresholds
 
     cuts = {"critic_below": 0.7, "distance_above": 0.43, "coverage_below": 0.25}
     params = {"shipped_layer_threshold": 0.03, "dense_share": 0.2, "abstention_shipped": cuts}

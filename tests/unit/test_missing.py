@@ -187,10 +187,10 @@ def test_eval_lodo_runs_with_what_the_fold_fit(
 
     from typer.testing import CliRunner
 
-    import ragbrain.embeddings
     import ragbrain.evaluation.evaluate as evaluation
-    from ragbrain.abstain import AbstainThresholds
+    import ragbrain.models.embeddings
     from ragbrain.cli import app
+    from ragbrain.refusal.abstain import AbstainThresholds
 
     seen: dict[str, Any] = {}
 
@@ -202,7 +202,9 @@ def test_eval_lodo_runs_with_what_the_fold_fit(
 
     monkeypatch.setattr(evaluation, "evaluate", stub)
     monkeypatch.setattr(evaluation, "eval_critic", lambda folder: None)
-    monkeypatch.setattr(ragbrain.embeddings, "embeddings_for", lambda name: BagOfWordsEmbeddings())
+    monkeypatch.setattr(
+        ragbrain.models.embeddings, "embeddings_for", lambda name: BagOfWordsEmbeddings()
+    )
     folder = make_folder(tmp_path / "tiny")
     cuts = {"critic_below": 0.7, "distance_above": 0.43, "coverage_below": 0.25}
     fold = {

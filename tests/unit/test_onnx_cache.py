@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from ragbrain.onnx_cache import (
+from ragbrain.models.onnx_cache import (
     MANIFEST,
     OnnxExportError,
     cached_export,
@@ -81,7 +81,7 @@ def test_damaged_export_is_exported_again(
     folder = cached_export("m-1", exporter)
     damage(folder)
     assert reason in (problem(folder) or "")
-    with caplog.at_level(logging.WARNING, logger="ragbrain.onnx_cache"):
+    with caplog.at_level(logging.WARNING, logger="ragbrain.models.onnx_cache"):
         again = cached_export("m-1", exporter)
     assert exporter.calls == 2
     assert problem(again) is None

@@ -9,8 +9,8 @@ import pytest
 
 from ragbrain import InvalidInputError, read_source
 from ragbrain.ingest import ingest
-from ragbrain.reader import parse_target
 from ragbrain.store import Store
+from ragbrain.store.reader import parse_target
 from tests.support.fakes import BagOfWordsEmbeddings
 
 FRONT = "---\ntitle: Runbook\ntype: howto\ntags: [ops]\n---\n\n"

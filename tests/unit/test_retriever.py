@@ -211,7 +211,7 @@ def test_a_critic_that_keeps_none_still_hands_over_its_best_chunk(fake_store: St
 
 
 def test_only_abstention_empties_what_the_critic_kept_none_of(fake_store: Store) -> None:
-    from ragbrain.abstain import AbstainThresholds
+    from ragbrain.refusal.abstain import AbstainThresholds
 
     cuts = AbstainThresholds(critic_below=0.5, distance_above=0.0, source="test")
     context = RetrievalContext(abstain=True, abstain_thresholds=cuts)
@@ -426,7 +426,7 @@ class _Doubtful:
     threshold = 0.1
 
     def __init__(self, coverage_below: float | None = None) -> None:
-        from ragbrain.abstain import AbstainThresholds
+        from ragbrain.refusal.abstain import AbstainThresholds
 
         self.abstain_thresholds = AbstainThresholds(
             critic_below=0.5, distance_above=0.0, source="test", coverage_below=coverage_below
@@ -488,7 +488,7 @@ def test_abstention_without_thresholds_or_critic_is_said(fake_store: Store) -> N
 def test_the_run_may_bring_its_own_abstention_cuts(fake_store: Store) -> None:
     """``RetrievalContext.abstain_thresholds`` replaces the critic's shipped cuts, both ways:
     a critic without any then abstains, and looser cuts let a doubtful critic's run answer."""
-    from ragbrain.abstain import AbstainThresholds
+    from ragbrain.refusal.abstain import AbstainThresholds
 
     class LowScores:
         threshold = 0.1
@@ -513,7 +513,7 @@ def test_the_run_may_bring_its_own_abstention_cuts(fake_store: Store) -> None:
 
 
 def test_abstention_cuts_given_as_json_are_read_and_checked() -> None:
-    from ragbrain.abstain import AbstainThresholds
+    from ragbrain.refusal.abstain import AbstainThresholds
 
     record = {"critic_below": 0.6, "distance_above": 0.4, "coverage_below": None}
     cuts = RetrievalContext(abstain_thresholds=record).abstain_thresholds  # type: ignore[arg-type]

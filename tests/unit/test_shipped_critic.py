@@ -4,7 +4,7 @@ store can choose has its own distance layer, with a usable cut and a record of i
 from __future__ import annotations
 
 from ragbrain.critic.folder import default_critic_path, distance_layers, read_calibration
-from ragbrain.embeddings import EMBEDDING_CHOICES
+from ragbrain.models.embeddings import EMBEDDING_CHOICES
 
 
 def test_every_store_model_has_a_distance_layer() -> None:

@@ -15,10 +15,10 @@ from ragbrain.ingest import ingest
 from ragbrain.lexical.index import LexicalIndex
 from ragbrain.lexical.sync import LexicalSearcher
 from ragbrain.mcp_server import RagbrainService
+from ragbrain.query.typematch import stored_spellings, unknown_types, unknown_types_message
 from ragbrain.retriever import CorrectiveRetriever
 from ragbrain.store import Store
-from ragbrain.typelist import list_types
-from ragbrain.typematch import stored_spellings, unknown_types, unknown_types_message
+from ragbrain.store.typelist import list_types
 from tests.support.fakes import NOTES, BagOfWordsEmbeddings
 
 KNOWN = ["SQLite", "sqlite", "postgres", "bug", "decision", "lesson"]

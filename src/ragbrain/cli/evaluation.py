@@ -62,9 +62,9 @@ def eval_(
 ) -> None:
     """Evaluate the retriever configurations on a BEIR split: quality, behaviour, latency."""
     from ragbrain.context import RetrievalContext
-    from ragbrain.embeddings import EMBEDDING_CHOICES, embeddings_for, model_name_of
     from ragbrain.evaluation.evaluate import EvalOptions, eval_critic, evaluate, stage_reporter
     from ragbrain.evaluation.report import markdown_table
+    from ragbrain.models.embeddings import EMBEDDING_CHOICES, embeddings_for, model_name_of
 
     options = EvalOptions(
         split=split,
@@ -133,9 +133,9 @@ def calibrate(
     ] = None,
 ) -> None:
     """Choose the gate threshold: from labelled --data, else self-supervised from --store."""
-    from ragbrain.embeddings import embeddings_for
     from ragbrain.evaluation.calibrate_run import run_calibration
     from ragbrain.evaluation.evaluate import stage_reporter
+    from ragbrain.models.embeddings import embeddings_for
 
     try:
         with stage_reporter(err) as reporter:

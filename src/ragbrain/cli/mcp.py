@@ -84,7 +84,7 @@ def mcp(
         if http is None and (token_file is not None or no_auth):
             raise InvalidInputError("--token-file and --no-auth need --http HOST:PORT.")
         bind = None if http is None else check_bind(http, token_file, no_auth)
-        from ragbrain.embeddings import embeddings_for
+        from ragbrain.models.embeddings import embeddings_for
 
         service = RagbrainService(
             store,

@@ -79,9 +79,9 @@ def ingest(
     ] = False,
 ) -> None:
     """Add, update and (with --prune, the default) remove notes in the store."""
+    from ragbrain._util import progress_reporter
     from ragbrain.ingest import ingest as run_ingest
     from ragbrain.ingest.ignore import IgnoreRules
-    from ragbrain.progress import progress_reporter
     from ragbrain.store.connect import check_location
 
     try:  # bad input answers at once, before the model loads or a store is created
@@ -140,9 +140,9 @@ def watch(
     """
     import signal
 
+    from ragbrain._util import progress_reporter
     from ragbrain.ingest.ignore import IgnoreRules
     from ragbrain.ingest.watch import Watcher
-    from ragbrain.progress import progress_reporter
 
     def say(line: str) -> None:
         err.print(line, highlight=False, markup=False)
@@ -211,8 +211,8 @@ def show(
     import dataclasses
     import json
 
-    from ragbrain.reader import parse_target, read_source
     from ragbrain.store import Store
+    from ragbrain.store.reader import parse_target, read_source
     from ragbrain.store.resilience import StorePolicy
 
     try:
@@ -241,7 +241,7 @@ def types(
     import json
 
     from ragbrain.store.resilience import StorePolicy
-    from ragbrain.typelist import list_types
+    from ragbrain.store.typelist import list_types
 
     try:
         rows = list_types(store, server=server, policy=StorePolicy.from_env())

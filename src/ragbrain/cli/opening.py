@@ -21,7 +21,7 @@ def _open_for_writing(
 ) -> Store:
     """The store ``ingest`` and ``watch`` write to: created when missing, with ``embedding``,
     else the model the ``notes``' languages call for (an existing store keeps its own)."""
-    from ragbrain.embeddings import embeddings_for
+    from ragbrain.models.embeddings import embeddings_for
     from ragbrain.store import Store
     from ragbrain.store.resilience import StorePolicy
 

@@ -18,10 +18,10 @@ def _re_embed(
     include: list[str] | tuple[()],
 ) -> None:
     """``ingest --re-embed``: rebuild the store folder with the ``--embedding`` model."""
-    from ragbrain.embeddings import EMBEDDING_CHOICES, embeddings_for
+    from ragbrain._util import progress_reporter
     from ragbrain.errors import InvalidInputError, StoreNotFoundError
     from ragbrain.ingest.reembed import re_embed
-    from ragbrain.progress import progress_reporter
+    from ragbrain.models.embeddings import EMBEDDING_CHOICES, embeddings_for
     from ragbrain.store.resilience import StorePolicy
 
     try:

@@ -64,8 +64,8 @@ def query(
     """Retrieve chunks for TEXT and show every decision the pipeline made.
 
     Filters combine with AND; the fallback search widens only --type."""
-    from ragbrain.filters import Filters
-    from ragbrain.inputs import check_k, check_query, check_types
+    from ragbrain.query.filters import Filters
+    from ragbrain.query.inputs import check_k, check_query, check_types
     from ragbrain.store.connect import check_location
 
     spec = {"path": path or None, "tags": tag or None, "all_tags": all_tags}
@@ -98,7 +98,7 @@ def query(
     except RagbrainError as exc:
         raise fail(exc) from exc
     if unknown:
-        from ragbrain.typematch import unknown_types_message
+        from ragbrain.query.typematch import unknown_types_message
 
         err.print(f"warning: {unknown_types_message(unknown)}", style="yellow", highlight=False)
     if as_json:
@@ -115,7 +115,7 @@ def demo(
     ] = None,
 ) -> None:
     """Build a store from the bundled sample notes and run queries that show each path."""
-    from ragbrain.demo import run_demo
+    from ragbrain.cli.demo import run_demo
 
     try:
         run_demo(out, err, store)
@@ -152,6 +152,6 @@ def doctor(
 @app.command()
 def graph() -> None:
     """Print the pipeline as a Mermaid diagram."""
-    from ragbrain.diagram import mermaid
+    from ragbrain.cli.diagram import mermaid
 
     sys.stdout.write(mermaid() + "\n")

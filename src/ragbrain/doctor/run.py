@@ -20,8 +20,8 @@ from ragbrain.doctor.vectors import (
     check_self_retrieval,
     check_space,
 )
-from ragbrain.embeddings import DEFAULT_EMBEDDING_MODEL, EMBEDDING_CHOICES, embeddings_for
 from ragbrain.errors import StoreNotFoundError, StoreUnavailableError
+from ragbrain.models.embeddings import DEFAULT_EMBEDDING_MODEL, EMBEDDING_CHOICES, embeddings_for
 from ragbrain.store import COLLECTION, MODEL_KEY, connect
 from ragbrain.store.resilience import StorePolicy, call
 

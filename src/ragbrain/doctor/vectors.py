@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from functools import partial
 from typing import TYPE_CHECKING
 
-from ragbrain.backend import runtime_of
 from ragbrain.doctor.finding import Finding
-from ragbrain.embeddings import model_name_of
+from ragbrain.models.backend import runtime_of
+from ragbrain.models.embeddings import model_name_of
 from ragbrain.store import DIMENSION_KEY, MODEL_KEY
 from ragbrain.store.collection import space as _space
 from ragbrain.store.repair import unreachable_vectors

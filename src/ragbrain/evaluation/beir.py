@@ -190,7 +190,7 @@ def corpus_store(
     are cached apart); an interrupted build resumes where it stopped, and a finished one is
     reused as is.
     """
-    from ragbrain.embeddings import model_name_of
+    from ragbrain.models.embeddings import model_name_of
     from ragbrain.store import Store
 
     model = model_name_of(embeddings)

@@ -75,8 +75,8 @@ def run_calibration(
     Raises:
         DataSetError, StoreNotFoundError, InvalidInputError: bad data, no store, one class only.
     """
-    from ragbrain.embeddings import default_embeddings, model_name_of
     from ragbrain.evaluation.beir import corpus_store, load_split, split_spec
+    from ragbrain.models.embeddings import default_embeddings, model_name_of
     from ragbrain.store import Store
 
     if samples < 10:

@@ -60,7 +60,7 @@ def eval_critic(folder: Path | None) -> Critic | None:
 @contextmanager
 def stage_reporter(console: Console) -> Iterator[Reporter]:
     """Yield ``reporter(label)``: each call closes the previous stage's bar and opens one."""
-    from ragbrain.progress import progress_reporter
+    from ragbrain._util import progress_reporter
 
     current: list[AbstractContextManager[Progress]] = []
 

@@ -186,8 +186,8 @@ def fold_context(
     """
     from dataclasses import replace
 
-    from ragbrain.abstain import AbstainThresholds
     from ragbrain.context import RetrievalContext
+    from ragbrain.refusal.abstain import AbstainThresholds
 
     context = base or RetrievalContext()
     threshold = params.get("shipped_layer_threshold")

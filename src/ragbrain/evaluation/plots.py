@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 
 def _figure(width: float, height: float) -> Figure:
-    from ragbrain.extras import require
+    from ragbrain._util import require
 
     require("matplotlib", extra="eval", feature="Evaluation plots").use("Agg")
     from matplotlib.figure import Figure
@@ -22,7 +22,7 @@ def _figure(width: float, height: float) -> Figure:
 
 def _save(figure: Figure, path: Path) -> None:
     """Save through a temporary file and a rename, so no half-written PNG is left behind."""
-    from ragbrain.atomic import replacing
+    from ragbrain._util import replacing
 
     with replacing(path) as temporary:
         figure.tight_layout()

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragbrain.atomic import write_text
+from ragbrain._util import write_text
 from ragbrain.evaluation.metrics import (
     mean,
     mrr_at_k,
@@ -94,7 +94,7 @@ def markdown_table(summary: Mapping[str, Mapping[str, Any]]) -> str:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` whole or not at all (``ragbrain.atomic.write_text``): an interrupted run
+    """Write ``text`` whole or not at all (``ragbrain._util.write_text``): an interrupted run
     leaves the old file (or none), never a half-written one."""
     write_text(path, text)
 

@@ -51,7 +51,7 @@ def dense_retriever(store: Store) -> BaseRetriever:
     import chromadb
     from chromadb.config import Settings
 
-    from ragbrain.extras import require
+    from ragbrain._util import require
 
     Chroma = require("langchain_chroma", extra="eval", feature="The dense baseline").Chroma  # noqa: N806
 

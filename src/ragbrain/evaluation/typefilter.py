@@ -38,7 +38,7 @@ def cluster_types(store: Store, n_types: int, seed: int = 0) -> dict[str, str]:
     """Give every chunk a type ``topic-<i>`` by k-means (k = ``n_types``) on its stored vector."""
     import numpy as np
 
-    from ragbrain.extras import require
+    from ragbrain._util import require
 
     kmeans = require("sklearn.cluster", extra="eval", feature="Topic types (k-means)").KMeans
 

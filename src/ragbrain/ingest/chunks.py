@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from ragbrain.embeddings import minilm_path, set_offline
-from ragbrain.filters import MODIFIED_KEY
 from ragbrain.ingest.spans import line_spans
+from ragbrain.models.embeddings import minilm_path, set_offline
+from ragbrain.query.filters import MODIFIED_KEY
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -97,7 +97,7 @@ def splitter_for(embeddings: Embeddings | None) -> TextSplitter:
     the loaded model (no second copy: it holds ~280 MB). Every other model, and an e5-small
     stand-in without a tokenizer (tests' fakes), counts MiniLM tokens as before.
     """
-    from ragbrain.embeddings import E5_SMALL, model_name_of
+    from ragbrain.models.embeddings import E5_SMALL, model_name_of
 
     if embeddings is None or model_name_of(embeddings) != E5_SMALL:
         return splitter()

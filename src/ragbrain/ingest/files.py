@@ -11,12 +11,15 @@ from typing import Any
 import yaml
 
 from ragbrain.errors import InvalidInputError
-from ragbrain.filters import to_timestamp
-from ragbrain.ingest import formats, obsidian
+from ragbrain.ingest.formats import SUFFIXES as DOCUMENT_SUFFIXES
+from ragbrain.ingest.formats import load_document
 from ragbrain.ingest.ignore import IgnoreRules
+from ragbrain.ingest.obsidian import aliases as note_aliases
+from ragbrain.ingest.obsidian import inline_tags, resolve_links
+from ragbrain.query.filters import to_timestamp
 
 MARKDOWN = frozenset({".md", ".markdown"})
-SUFFIXES = MARKDOWN | {".txt"} | formats.SUFFIXES
+SUFFIXES = MARKDOWN | {".txt"} | DOCUMENT_SUFFIXES
 MAX_BYTES = 2_000_000
 
 
@@ -118,7 +121,7 @@ def read_note(root: Path, path: Path, type_: str | None, max_bytes: int = MAX_BY
         ValueError: The file is binary, not UTF-8, too large, empty or has bad front matter
             (PDF, HTML, Word: see ``formats.load_document``).
     """
-    if path.suffix.lower() in formats.SUFFIXES:
+    if path.suffix.lower() in DOCUMENT_SUFFIXES:
         return read_document(root, path, type_, max_bytes)
     text = _decode(path, max_bytes).replace("\r\n", "\n")
     meta, raw_body = split_front_matter(text)
@@ -134,8 +137,8 @@ def read_note(root: Path, path: Path, type_: str | None, max_bytes: int = MAX_BY
     listed = tuple(str(t) for t in tags) if isinstance(tags, list) else (str(tags),)
     listed = () if not tags else listed
     if path.suffix.lower() in MARKDOWN:
-        body = obsidian.resolve_links(body)
-        listed += tuple(t for t in obsidian.inline_tags(body) if t not in listed)
+        body = resolve_links(body)
+        listed += tuple(t for t in inline_tags(body) if t not in listed)
     return NoteFile(
         root=root,
         path=path,
@@ -143,7 +146,7 @@ def read_note(root: Path, path: Path, type_: str | None, max_bytes: int = MAX_BY
         title=_title(meta, body, path),
         body=body,
         tags=listed,
-        aliases=obsidian.aliases(meta),
+        aliases=note_aliases(meta),
         first_line=1 + skipped_lines,
         modified=note_time(meta, path),
     )
@@ -156,7 +159,7 @@ def read_document(root: Path, path: Path, type_: str | None, max_bytes: int) -> 
         ValueError: The file cannot be read (the reason says why, and how to install a
             missing library).
     """
-    document = formats.load_document(path, max_bytes)
+    document = load_document(path, max_bytes)
     return NoteFile(
         root=root,
         path=path,

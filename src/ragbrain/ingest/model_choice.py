@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ragbrain.embeddings import DEFAULT_EMBEDDING_MODEL, E5_SMALL
 from ragbrain.ingest.files import find_notes
 from ragbrain.lexical.tokens import detect_language
+from ragbrain.models.embeddings import DEFAULT_EMBEDDING_MODEL, E5_SMALL
 
 #: Share of notes not mainly in English (or without letters) from which e5-small is chosen.
 FOREIGN_SHARE = 0.05

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ragbrain.filters import MODIFIED_KEY
 from ragbrain.ingest.chunks import Chunk, chunk_note, splitter_for
 from ragbrain.ingest.files import MAX_BYTES, Skipped, scan_notes
 from ragbrain.ingest.ignore import IgnoreRules
+from ragbrain.query.filters import MODIFIED_KEY
 
 if TYPE_CHECKING:
     from ragbrain.store import Store
@@ -197,6 +197,6 @@ def write_chunks(store: Store, chunks: list[Chunk], progress: Progress | None = 
         if progress:
             progress(min(start + EMBED_BATCH, total), total)
     if total:
-        from ragbrain.heap import give_back_freed_memory
+        from ragbrain._util import give_back_freed_memory
 
         give_back_freed_memory()  # the batches' activations, kept by the C heap

@@ -27,8 +27,8 @@ from ragbrain.lexical.tokens import Language, script_counts
 from ragbrain.state import Hit
 
 if TYPE_CHECKING:
-    from ragbrain.filters import Filters
     from ragbrain.lexical.index import LexicalIndex
+    from ragbrain.query.filters import Filters
     from ragbrain.store import Store
 
 RRF_K = 60
@@ -120,12 +120,12 @@ def dense_trusted(store: Store, query: str, languages: Sequence[str] | None) -> 
         query: Its main script, and Japanese or Thai wherever they appear
             (``ALWAYS_COUNTED``), must be languages the model reads.
         languages: Query languages the embedding model reads (``script_counts`` names);
-            None means what the store's model reads (``ragbrain.embeddings.MODEL_READS``:
+            None means what the store's model reads (``ragbrain.models.embeddings.MODEL_READS``:
             English and text without letters for all-MiniLM-L6-v2, every language for
             multilingual-e5-small and for any model not listed).
     """
     if languages is None:
-        from ragbrain.embeddings import model_name_of, model_reads
+        from ragbrain.models.embeddings import model_name_of, model_reads
 
         read = model_reads(model_name_of(store.embeddings))
         if read is None:
@@ -255,7 +255,7 @@ def hybrid_fusion(
         store.search(query, depth, types, filters) if filters else store.search(query, depth, types)
     )
     matches = index.search(query, depth, types, filters)
-    from ragbrain.embeddings import model_name_of
+    from ragbrain.models.embeddings import model_name_of
 
     mass = index.query_mass(query)
     share = dense_share if trust_dense else 0.0

@@ -3,8 +3,9 @@
 The index keeps, per chunk, its id, its note type and its term ids, so that an update
 tokenizes only new chunks and rebuilds the score matrix from the kept terms (about a second
 for 100k chunks); and its source, tags and time, so that a path, tag or date filter is a mask
-over its positions (``ragbrain.facets``). Everything is one ``.npz`` file of plain arrays, read
-with ``allow_pickle=False``; the ids, types, sources, tags and vocabulary ride in it as UTF-8
+over its positions (``ragbrain.query.facets``). Everything is one ``.npz`` file of plain
+arrays, read with ``allow_pickle=False``; the ids, types, sources, tags and vocabulary ride in it
+as UTF-8
 JSON bytes.
 
 (384 lines, over the package's ~300: ``LexicalIndex`` is one set of parallel per-chunk arrays,
@@ -30,13 +31,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ragbrain.atomic import write_bytes
+from ragbrain._util import write_bytes
 from ragbrain.errors import RagbrainError
-from ragbrain.facets import Facets, time_of
-from ragbrain.filters import MODIFIED_KEY, Filters
 from ragbrain.lexical.bm25 import Bm25Scorer, IntArray, idf, score_matrix
 from ragbrain.lexical.tokens import TOKENIZER_VERSION, tokenize
-from ragbrain.typematch import fold
+from ragbrain.query.facets import Facets, time_of
+from ragbrain.query.filters import MODIFIED_KEY, Filters
+from ragbrain.query.typematch import fold
 
 # /2 adds each chunk's source, tags and time; a /1 file is rebuilt (with a warning).
 FORMAT = "ragbrain-lexical/2"
@@ -319,7 +320,7 @@ class LexicalIndex:
         if filters:
             scores = np.where(self.scope_mask(types, filters), scores, np.float32(0.0))
         elif types:
-            # Case-insensitive, as every type filter (see ragbrain.typematch).
+            # Case-insensitive, as every type filter (see ragbrain.query.typematch).
             wanted = {fold(t) for t in types}
             codes = [code for t, code in self._type_codes.items() if fold(t) in wanted]
             scores = np.where(np.isin(self._doc_types, codes), scores, np.float32(0.0))

@@ -1,6 +1,6 @@
 """`ragbrain mcp`: the retriever as a Model Context Protocol server for AI coding agents."""
 
-from ragbrain.extras import require
+from ragbrain._util import require
 
 # Checked first, so a missing SDK says which extra installs it instead of a bare ImportError.
 require("mcp", extra="mcp", feature="The MCP server (`ragbrain mcp`)")

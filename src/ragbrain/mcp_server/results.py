@@ -8,8 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ragbrain import sanitize
-from ragbrain.reader import MAX_READ_CHARS
+from ragbrain import _util
+from ragbrain.store.reader import MAX_READ_CHARS
 
 MAX_TEXT_CHARS = 2000
 MAX_LABEL_CHARS = 300
@@ -21,7 +21,7 @@ def clean_text(text: str, limit: int = MAX_TEXT_CHARS) -> tuple[str, bool]:
     Returns:
         The cleaned text and whether it was cut.
     """
-    return sanitize.clean_text(text, limit)
+    return _util.clean_text(text, limit)
 
 
 def finite_or_none(value: Any) -> float | None:

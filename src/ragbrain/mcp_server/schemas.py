@@ -8,10 +8,10 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from ragbrain.errors import InvalidInputError
-from ragbrain.filters import MAX_ITEM_CHARS, MAX_ITEMS, Filters
-from ragbrain.inbox import MAX_NOTE_CHARS, MAX_TAGS, MAX_TITLE_CHARS
-from ragbrain.inputs import check_types
-from ragbrain.reader import MAX_NEIGHBOURS, MAX_SOURCE_CHARS
+from ragbrain.ingest.inbox import MAX_NOTE_CHARS, MAX_TAGS, MAX_TITLE_CHARS
+from ragbrain.query.filters import MAX_ITEM_CHARS, MAX_ITEMS, Filters
+from ragbrain.query.inputs import check_types
+from ragbrain.store.reader import MAX_NEIGHBOURS, MAX_SOURCE_CHARS
 
 MAX_K = 50
 MAX_QUERY_CHARS = 2000

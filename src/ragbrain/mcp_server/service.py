@@ -19,13 +19,11 @@ from typing import TYPE_CHECKING
 
 from ragbrain.context import RetrievalContext
 from ragbrain.critic.base import threshold_label
-from ragbrain.embeddings import model_name_of
 from ragbrain.errors import InvalidInputError, RagbrainError
 from ragbrain.factory import CriticChoice, resolve_critic
-from ragbrain.filters import MODIFIED_KEY, time_label
 from ragbrain.gates import run_gate
 from ragbrain.graph import build_graph
-from ragbrain.inbox import Inbox
+from ragbrain.ingest.inbox import Inbox
 from ragbrain.mcp_server.results import (
     MAX_LABEL_CHARS,
     Chunk,
@@ -41,8 +39,10 @@ from ragbrain.mcp_server.results import (
     finite_or_none,
 )
 from ragbrain.mcp_server.schemas import MAX_LINE
+from ragbrain.models.embeddings import model_name_of
 from ragbrain.nodes.critic import bind_critic
 from ragbrain.paths import default_store_path
+from ragbrain.query.filters import MODIFIED_KEY, time_label
 from ragbrain.render import cite
 from ragbrain.retriever import CorrectiveRetriever
 from ragbrain.state import RETRIEVAL_KEY
@@ -51,9 +51,9 @@ from ragbrain.store import Store
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
-    from ragbrain.filters import Filters
     from ragbrain.ingest.watch import Watcher
     from ragbrain.lexical.sync import LexicalSearcher
+    from ragbrain.query.filters import Filters
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +122,7 @@ class RagbrainService:
             critic: As for ``CorrectiveRetriever.from_store``; a critic that fails to load is
                 turned off (and the trace says why) rather than stopping the server.
             embeddings: Any LangChain ``Embeddings``; None is the model the store records
-                (``ragbrain.embeddings.embeddings_for``; all-MiniLM-L6-v2 for a new store).
+                (``ragbrain.models.embeddings.embeddings_for``; all-MiniLM-L6-v2 for a new store).
             watch: Keep the allowed folders in step with the store from a background
                 thread (``start_watching``), as ``ragbrain watch`` does.
             debounce: Seconds of quiet that end a burst of saves (with ``watch``).
@@ -353,7 +353,7 @@ class RagbrainService:
         neighbours: int = 0,
     ) -> GetResult:
         """Read a note back from the store: whole, a line range, or a chunk and neighbours."""
-        from ragbrain.reader import read_source
+        from ragbrain.store.reader import read_source
 
         lines = None
         if start_line is not None or end_line is not None:
@@ -387,7 +387,7 @@ class RagbrainService:
 
         Raises:
             InvalidInputError: ``remember`` is off (no inbox), or the note is refused (see
-                ``ragbrain.inbox.check_note``).
+                ``ragbrain.ingest.inbox.check_note``).
         """
         from ragbrain.ingest import ingest
 

@@ -7,7 +7,7 @@ the depth up to the number judged (measured leave-one-domain-out, ``docs/quality
 NFCorpus, where queries have many relevant documents, nDCG@10 0.265 -> 0.323; the other sets
 within noise).
 
-A compound question's chunks (``ragbrain.parts``) are judged against each part as well, each
+A compound question's chunks (``ragbrain.query.parts``) are judged against each part as well, each
 keeping its best score: a chunk that answers one part is a half-answer to the whole question
 and would be dropped. Each part's best-judged chunk, when kept, is handed over whatever its
 rank, and the trace names the part each chunk was kept for (``part``).
@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
-from ragbrain.abstain import AbstainThresholds, Evidence, hand_over, should_abstain
-from ragbrain.compound import split_compound
 from ragbrain.context import RetrievalContext, context_of
 from ragbrain.critic.base import Critic, keep_mask, threshold_label
 from ragbrain.critic.model import TransformerCritic
 from ragbrain.nodes import Node
-from ragbrain.parts import judge_parts, nearest_parts
+from ragbrain.query.compound import split_compound
+from ragbrain.query.parts import judge_parts, nearest_parts
+from ragbrain.refusal.abstain import AbstainThresholds, Evidence, hand_over, should_abstain
 from ragbrain.state import RETRIEVAL_KEY, Hit, RetrievalState
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ def handed_over(
     """
     keep = keep_mask(scores, threshold)
     chosen = [i for i in range(len(scores)) if keep[i]]
-    if not chosen:  # the best-scored one alone (``ragbrain.abstain.hand_over``)
+    if not chosen:  # the best-scored one alone (``ragbrain.refusal.abstain.hand_over``)
         return hand_over(scores, threshold, depth)
     if bests is None:
         return [i for n, i in enumerate(chosen) if n < depth or scores[i] > threshold]
@@ -144,7 +144,7 @@ def evidence_abstention(
 ) -> tuple[bool, str | None, str]:
     """``RetrievalContext.abstain``: whether the critic's scores, the best distance of the
     judged hits and BM25's coverage of the query agree that nothing fits
-    (``ragbrain.abstain.should_abstain``, with ``thresholds``, else those the critic ships
+    (``ragbrain.refusal.abstain.should_abstain``, with ``thresholds``, else those the critic ships
     for the store's model).
 
     Returns:

@@ -8,8 +8,8 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from ragbrain.compound import split_compound
 from ragbrain.context import RetrievalContext, context_of
+from ragbrain.query.compound import split_compound
 from ragbrain.state import RetrievalState
 
 
@@ -52,7 +52,7 @@ def depth_for(score: int, context: RetrievalContext) -> int:
 def plan_depth(query: str, context: RetrievalContext) -> dict[str, Any]:
     """The complexity score, the depth, how many candidates to search and judge, and the trace
     line; an explicit ``k`` overrides the tiers and is also the number judged. A compound
-    question (``ragbrain.compound``) has ``judged_compound`` judged. Returns the state keys
+    question (``ragbrain.query.compound``) has ``judged_compound`` judged. Returns the state keys
     to write."""
     score, reasons = complexity(query, context)
     why = ", ".join(reasons) or "short, no markers"

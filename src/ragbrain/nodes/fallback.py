@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 from langgraph.runtime import Runtime
 
 from ragbrain.context import RetrievalContext, context_of
-from ragbrain.filters import Filters
 from ragbrain.nodes import Node
+from ragbrain.query.filters import Filters
 from ragbrain.state import Hit, RetrievalState
 
 if TYPE_CHECKING:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from ragbrain.embeddings import EMBEDDING_CHOICES, embeddings_for, model_name_of
 from ragbrain.errors import StoreMismatchError, StoreNotFoundError
+from ragbrain.models.embeddings import EMBEDDING_CHOICES, embeddings_for, model_name_of
 from ragbrain.store.keys import BATCH, COLLECTION, DIMENSION_KEY, MODEL_KEY
 from ragbrain.store.resilience import StorePolicy, call
 

@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ragbrain.errors import StoreLockedError
 from ragbrain.store.keys import BATCH, LOCK_FILE
@@ -15,7 +15,6 @@ from ragbrain.store.keys import BATCH, LOCK_FILE
 if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection
 
-    from ragbrain.store.store import Store
 
 #: Runs one Chroma call, named for its error message: ``Store.call``, or
 #: ``functools.partial(resilience.call, policy)``.
@@ -67,7 +66,19 @@ def writer_lock(folder: Path | None) -> Iterator[bool]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def restore_missing_vectors(store: Store, *, unreachable: bool = False) -> list[str]:
+class _Store(Protocol):
+    """What crash repair needs of a ``ragbrain.store.Store`` (this module never imports it)."""
+
+    collection: Collection
+
+    def count(self) -> int: ...
+
+    def all_ids(self) -> list[str]: ...
+
+    def call(self, what: str, fn: Callable[[], Any]) -> Any: ...
+
+
+def restore_missing_vectors(store: _Store, *, unreachable: bool = False) -> list[str]:
     """Write back, from their stored records, the chunks that Chroma's vector index lacks.
 
     A process killed at the wrong moment (SIGKILL, power loss), even after its last write
@@ -93,7 +104,7 @@ def restore_missing_vectors(store: Store, *, unreachable: bool = False) -> list[
         return []
     collection = store.collection
     probe = store.call("Reading a vector", lambda: collection.get(limit=1, include=["embeddings"]))
-    vector: list[Sequence[float]] = [[float(x) for x in probe["embeddings"][0]]]  # type: ignore[index]
+    vector: list[Sequence[float]] = [[float(x) for x in probe["embeddings"][0]]]
     # Asking for every chunk widens the search's beam to the whole store: it lists every
     # chunk the graph reaches (see above for the ones it cannot).
     found = store.call(

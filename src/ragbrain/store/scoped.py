@@ -4,7 +4,7 @@ an over-fetch filtered in memory or Chroma's search restricted to the matching i
 Chroma's ``where`` cannot say "source under bug/" or "tag db among 'db, ops'", and what it
 can say (a time range) costs what the type filter's ``where`` does (16-42x an unfiltered
 query at 100k chunks). The index of the whole store (the lexical index, which keeps every
-chunk's source, tags and time: ``ragbrain.facets``) turns the filters into a mask at once;
+chunk's source, tags and time: ``ragbrain.query.facets``) turns the filters into a mask at once;
 then, as for the type filter (``type_index``):
 
 - a scope of at least 1 / ``OVERFETCH`` of the store: the ``OVERFETCH * k`` nearest chunks of
@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from ragbrain.query.typematch import fold
 from ragbrain.state import Hit
 from ragbrain.store.type_index import OVERFETCH
-from ragbrain.typematch import fold
 
 logger = logging.getLogger(__name__)
 #: The most chunks of a scope whose vectors are kept (30 MB at 384 dimensions) ...
@@ -43,7 +43,7 @@ KEPT_ROWS = 40_000
 if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection
 
-    from ragbrain.filters import Filters
+    from ragbrain.query.filters import Filters
 
 
 @runtime_checkable

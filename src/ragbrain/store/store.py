@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from ragbrain.embeddings import model_name_of
 from ragbrain.errors import InvalidInputError
+from ragbrain.models.embeddings import model_name_of
 from ragbrain.paths import cache_root
+from ragbrain.query.typematch import stored_spellings
 from ragbrain.state import Hit
 from ragbrain.store.collection import open_collection
 from ragbrain.store.connect import connect
@@ -38,14 +39,13 @@ from ragbrain.store.repair import restore_missing_vectors, writer_lock
 from ragbrain.store.resilience import StorePolicy, call
 from ragbrain.store.scoped import KnownScope, ScopeVectors, scan_nearest, scoped_nearest
 from ragbrain.store.type_index import KnownTypes, TypeIndex, type_where, typed_nearest
-from ragbrain.typematch import stored_spellings
 
 if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection
     from chromadb.api.types import GetResult, Include
     from langchain_core.embeddings import Embeddings
 
-    from ragbrain.filters import Filters
+    from ragbrain.query.filters import Filters
 
 T = TypeVar("T")
 #: How long a server store's list of types is reused when no index of the store has it.
@@ -267,7 +267,7 @@ class Store:
     ) -> list[Hit]:
         """The ``k`` chunks nearest to ``query``, optionally only of the given types
         (matched case-insensitively: ``sqlite`` finds ``SQLite``; see ``known_types``) and
-        only those that pass ``filters`` (paths, tags, time; ``ragbrain.filters``).
+        only those that pass ``filters`` (paths, tags, time; ``ragbrain.query.filters``).
 
         Distances are cosine (0 = same direction); tiny negative ones from float error are
         clamped to 0. Results are sorted, best first.

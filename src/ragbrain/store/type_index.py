@@ -42,9 +42,9 @@ import numpy
 from safetensors import SafetensorError, safe_open
 from safetensors.numpy import save_file
 
-from ragbrain.atomic import replacing
+from ragbrain._util import replacing
+from ragbrain.query.typematch import fold, stored_spellings
 from ragbrain.state import Hit
-from ragbrain.typematch import fold, stored_spellings
 
 if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection

@@ -10,8 +10,8 @@ from typing import Any
 
 from rich.console import Console
 
+from ragbrain._util import Report, progress_reporter
 from ragbrain.errors import InvalidInputError
-from ragbrain.progress import Report, progress_reporter
 
 out = Console()
 err = Console(stderr=True)
@@ -60,7 +60,7 @@ def run_train(
     from ragbrain.critic.training.sources import from_beir
     from ragbrain.critic.training.sources import from_corpus as pseudo
     from ragbrain.critic.training.train import train_critic
-    from ragbrain.embeddings import default_embeddings, model_name_of
+    from ragbrain.models.embeddings import default_embeddings, model_name_of
 
     if bool(data) == (from_corpus is not None):
         raise InvalidInputError("Pass one or more --data folders, or --from-corpus, not both.")
@@ -149,7 +149,7 @@ def run_calibrate(
     from ragbrain.critic.training.recalibrate import check_destination, recalibrate
     from ragbrain.critic.training.recipe import Recipe
     from ragbrain.critic.training.sources import data_folder, retrieved_lists, scenario_lists
-    from ragbrain.embeddings import default_embeddings, model_name_of
+    from ragbrain.models.embeddings import default_embeddings, model_name_of
 
     if not data:
         raise InvalidInputError("Pass one or more --data folders with labelled queries.")
@@ -194,7 +194,7 @@ def run_eval(
     from ragbrain.critic.folder import default_critic_path
     from ragbrain.critic.training.critic_eval import evaluate, load_timed
     from ragbrain.critic.training.critic_report import markdown, plot, write_json
-    from ragbrain.embeddings import default_embeddings
+    from ragbrain.models.embeddings import default_embeddings
 
     embeddings = default_embeddings()
     critic, seconds, rss = load_timed(critic_dir or default_critic_path())

@@ -59,7 +59,7 @@ def plot(reports: Sequence[dict[str, Any]], path: Path) -> None:
     """Per data set: critic score histograms (relevant vs irrelevant, threshold marked) and the
     precision/recall-of-keep curves of the critic (with and without its distance layer, when
     it has one) and the cosine distance."""
-    from ragbrain.extras import require
+    from ragbrain._util import require
 
     require("matplotlib", extra="eval", feature="Critic report plots").use("Agg")
     import matplotlib.pyplot as plt

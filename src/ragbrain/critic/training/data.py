@@ -190,7 +190,6 @@ def as_retrieved(
     The dense side is searched exactly (``exact_nearest``), as in ``mine``, so calibration is
     as reproducible as mining; relevance comes from ``split``'s qrels, as in ``mine``.
     """
-    from ragbrain.embeddings import model_name_of
     from ragbrain.lexical.fusion import (
         CANDIDATES,
         DENSE_SHARE,
@@ -199,6 +198,7 @@ def as_retrieved(
         fuse_scores,
     )
     from ragbrain.lexical.sync import sync_lexical
+    from ragbrain.models.embeddings import model_name_of
 
     index = sync_lexical(store)
     power = bm25_power(model_name_of(store.embeddings))

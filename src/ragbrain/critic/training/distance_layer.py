@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ragbrain.atomic import write_text
+from ragbrain._util import write_text
 from ragbrain.critic.folder import CALIBRATION_FILE, MORE_DISTANCE, WITH_DISTANCE, read_calibration
 from ragbrain.errors import CriticLoadError
 

@@ -50,7 +50,7 @@ def recalibrate(
 
     With ``scenario`` (the same queries in the missing-answer scenario, ``scenario_lists``),
     the new distance layer also gets the abstention cuts ``RetrievalContext.abstain`` uses,
-    fit on the new layer's scores by the shipped rule (``ragbrain.abstain.fit_thresholds``).
+    fit on the new layer's scores by the shipped rule (``ragbrain.refusal.abstain.fit_thresholds``).
 
     Raises:
         CriticLoadError: ``folder`` is no valid critic, or one without a logistic layer.
@@ -111,7 +111,7 @@ def abstention_cuts(
     Raises:
         InvalidInputError: The scenario holds no query.
     """
-    from ragbrain.abstain import MAX_FALSE_REFUSAL, EvidenceRow, best_score, fit_thresholds
+    from ragbrain.refusal.abstain import MAX_FALSE_REFUSAL, EvidenceRow, best_score, fit_thresholds
 
     per_set: dict[str, list[EvidenceRow]] = {}
     for name, items in scenario.items():

@@ -27,7 +27,7 @@ from ragbrain.critic.training.fit import fit, new_model
 from ragbrain.critic.training.layers import Progress, fit_layers
 from ragbrain.critic.training.recipe import Recipe
 from ragbrain.critic.training.save import load_trainable, save_critic, save_trainable
-from ragbrain.embeddings import set_offline
+from ragbrain.models.embeddings import set_offline
 
 
 def work_dir(out: Path) -> Path:

@@ -10,11 +10,11 @@ from typing import Any
 from rich.console import Console
 from rich.rule import Rule
 
-from ragbrain.embeddings import embeddings_for
+from ragbrain._util import progress_reporter
 from ragbrain.ingest import ingest
 from ragbrain.ingest.model_choice import model_for_notes
+from ragbrain.models.embeddings import embeddings_for
 from ragbrain.paths import sample_notes
-from ragbrain.progress import progress_reporter
 from ragbrain.render import print_run
 from ragbrain.retriever import CorrectiveRetriever
 from ragbrain.store import Store

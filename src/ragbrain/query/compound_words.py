@@ -1,5 +1,5 @@
-"""The English words ``ragbrain.compound`` reads: pairs joined by "and" that name one thing, and
-the words that make a part read as a clause rather than a thing.
+"""The English words ``ragbrain.query.compound`` reads: pairs joined by "and" that name one
+thing, and the words that make a part read as a clause rather than a thing.
 
 (Its length is the lists, one word a line as the formatter writes them.)
 """

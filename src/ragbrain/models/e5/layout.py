@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ragbrain.e5 import binfile
+from ragbrain.models.e5 import binfile
 
 MAX_TOKENS = 512  # the model's positions; longer texts are truncated
 QUERY_PREFIX = "query: "

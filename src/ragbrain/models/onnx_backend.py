@@ -4,7 +4,7 @@ A sentence-transformers folder (a BERT-like ``transformers`` model with its toke
 pooling config, e.g. all-MiniLM-L6-v2 or multilingual-e5-small) is exported with its
 pooling to ONNX, quantized dynamically to int8 (weights int8 per channel, activations
 uint8, the layout that AVX-512 VNNI runs fastest) and kept in the cache (see
-``ragbrain.onnx_cache``). ``OnnxEmbeddings`` then tokenizes with the model's own fast
+``ragbrain.models.onnx_cache``). ``OnnxEmbeddings`` then tokenizes with the model's own fast
 tokenizer, batches by length as sentence-transformers does, and returns normalized vectors.
 
 sentence-transformers' own ONNX path (``backend="onnx"``) needs optimum-onnx, whose only
@@ -25,8 +25,8 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
-from ragbrain.extras import require
-from ragbrain.onnx_cache import OnnxExportError, cached_export, source_key
+from ragbrain._util import require
+from ragbrain.models.onnx_cache import OnnxExportError, cached_export, source_key
 
 INT8_FILE = "model_int8.onnx"
 #: Dynamic int8 for the embedding models: weights QInt8 per channel, activations QUInt8 at
@@ -126,7 +126,7 @@ def pooling_mode(folder: Path) -> str:
         OnnxExportError: The folder pools otherwise (max, weighted, ...).
     """
     from ragbrain.errors import ModelLoadError
-    from ragbrain.sentence import pooling_of
+    from ragbrain.models.sentence import pooling_of
 
     try:
         return pooling_of(folder)
@@ -231,7 +231,7 @@ class OnnxEmbeddings(Embeddings):
     docs/onnx.md).
     """
 
-    #: What runs the model, for people (``ragbrain.backend.runtime_of``).
+    #: What runs the model, for people (``ragbrain.models.backend.runtime_of``).
     runtime = "ONNX Runtime int8"
 
     @property
@@ -313,10 +313,11 @@ class OnnxEmbeddings(Embeddings):
 
 def _tokenizer(folder: Path) -> Any:
     """The folder's tokenizer engine, cut to the model's window and padded to the longest: read
-    from its ``tokenizer.json`` as ``ragbrain.sentence`` reads it (no transformers import, which
-    is most of a cold start), else from transformers' tokenizer (a folder without one)."""
+    from its ``tokenizer.json`` as ``ragbrain.models.sentence`` reads it (no transformers
+    import, which is most of a cold start), else from transformers' tokenizer (a folder without
+    one)."""
     if (folder / "tokenizer.json").is_file():
-        from ragbrain.sentence import tokenizer_of
+        from ragbrain.models.sentence import tokenizer_of
 
         positions = int(_json(folder / "config.json").get("max_position_embeddings", 512))
         return tokenizer_of(folder, positions)

@@ -1,7 +1,7 @@
 """Compound questions in the pipeline: each part searched as well as the whole, fused so each
 part is kept, and each chunk judged against the part it answers.
 
-The whole question and each part (``ragbrain.compound.split_compound``) are searched alike;
+The whole question and each part (``ragbrain.query.compound.split_compound``) are searched alike;
 their rankings are fused by reciprocal rank fusion (``ragbrain.lexical.fusion.rrf``), and the
 best chunk of each part that the fused top ``depth`` lacks replaces the last fused chunk that
 is no part's best, so every part is represented among the candidates. Every hit carries its

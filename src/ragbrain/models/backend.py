@@ -65,7 +65,7 @@ def load_embeddings(
         query_prompt: Text put before each query (e.g. ``"query: "`` for e5).
         passage_prompt: Text put before each passage (e.g. ``"passage: "`` for e5).
         half_word_embeddings: torch: keep a BERT's word embeddings in fp16 in memory, as the
-            folder stores them (``ragbrain.e5.half``; the lookup returns fp32); ignored on
+            folder stores them (``ragbrain.models.e5.half``; the lookup returns fp32); ignored on
             onnx.
 
     Raises:
@@ -76,7 +76,7 @@ def load_embeddings(
         ModelLoadError: torch: a BERT folder's files are missing or damaged.
     """
     if backend == "onnx":
-        from ragbrain.onnx_backend import OnnxEmbeddings
+        from ragbrain.models.onnx_backend import OnnxEmbeddings
 
         return OnnxEmbeddings(
             model_folder,
@@ -86,7 +86,7 @@ def load_embeddings(
         )
     if backend != "torch":
         raise InvalidInputError(f"backend {backend!r} is not one of {', '.join(BACKENDS)}.")
-    from ragbrain.sentence import SentenceEmbeddings, is_bert_folder
+    from ragbrain.models.sentence import SentenceEmbeddings, is_bert_folder
 
     if is_bert_folder(model_folder):  # every model ragbrain ships: no sentence-transformers
         return SentenceEmbeddings(

@@ -2,7 +2,7 @@
 
 The 250,037 x 384 word-embedding table is 385 MB in fp32, three quarters of the model; the
 converted ``model.safetensors`` stores it in fp16 (``convert``), and it stays so in memory:
-``ragbrain.sentence.SentenceEmbeddings`` puts the file's fp16 table behind ``HalfEmbedding``,
+``ragbrain.models.sentence.SentenceEmbeddings`` puts the file's fp16 table behind ``HalfEmbedding``,
 whose lookup returns fp32, so the model computes exactly as before from the first layer norm
 on (no fp32 copy of the table is ever made).
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ragbrain.filters import Filters, stored_tags, under
+from ragbrain.query.filters import Filters, stored_tags, under
 
 #: At most this many close matches are named for a path or tag that matches nothing.
 CLOSEST = 3

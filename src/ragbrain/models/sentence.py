@@ -1,5 +1,5 @@
 """A sentence-transformers BERT folder as LangChain ``Embeddings`` on torch, without importing
-sentence-transformers or transformers (about 3.8 s of a cold query; ``ragbrain.bert``).
+sentence-transformers or transformers (about 3.8 s of a cold query; ``ragbrain.models.bert``).
 
 It does what ``HuggingFaceEmbeddings`` over ``SentenceTransformer.encode`` does for these
 folders, step for step, so the vectors equal theirs (tests compare both on tiny models and on
@@ -109,7 +109,7 @@ def _token(value: Any) -> str | None:
 class SentenceEmbeddings(Embeddings):
     """Normalized sentence vectors of a BERT sentence-transformers folder, on CPU torch."""
 
-    #: What runs the model, for people (``ragbrain.backend.runtime_of``).
+    #: What runs the model, for people (``ragbrain.models.backend.runtime_of``).
     runtime = "torch fp32"
 
     def __init__(
@@ -129,14 +129,14 @@ class SentenceEmbeddings(Embeddings):
             query_prompt: Text put before each query (e.g. ``"query: "`` for e5).
             passage_prompt: Text put before each passage (e.g. ``"passage: "`` for e5).
             half_word_embeddings: Keep the word embeddings in fp16 in memory
-                (``ragbrain.e5.half.HalfEmbedding``; the lookup returns fp32).
+                (``ragbrain.models.e5.half.HalfEmbedding``; the lookup returns fp32).
 
         Raises:
             ModelLoadError: A file is missing or damaged, or the weights do not fit the config.
         """
         import torch
 
-        from ragbrain.bert import BertEncoder, BertShape, fill
+        from ragbrain.models.bert import BertEncoder, BertShape, fill
 
         self.model_name = str(folder)
         source = Path(folder)
@@ -149,7 +149,7 @@ class SentenceEmbeddings(Embeddings):
         tensors = _read(source / WEIGHTS_FILE)
         model = BertEncoder(shape, pooler=any(k.startswith("pooler.") for k in tensors))
         if half_word_embeddings:
-            from ragbrain.e5.half import HalfEmbedding
+            from ragbrain.models.e5.half import HalfEmbedding
 
             words = "embeddings.word_embeddings.weight"
             model.embeddings.word_embeddings = HalfEmbedding(

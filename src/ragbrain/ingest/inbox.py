@@ -14,8 +14,8 @@ from pathlib import Path
 
 import yaml
 
+from ragbrain._util import UNSAFE
 from ragbrain.errors import InvalidInputError
-from ragbrain.sanitize import UNSAFE
 
 MAX_TITLE_CHARS = 200
 MAX_NOTE_CHARS = 100_000

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragbrain.query.typematch import fold
 from ragbrain.store.listing import stored_metadata
 from ragbrain.store.resilience import StorePolicy
-from ragbrain.typematch import fold
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,1 @@
+"""Saying "the notes do not have this": the evidence and the cuts behind an empty answer."""
