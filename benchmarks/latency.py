@@ -1,18 +1,67 @@
-"""Query latency, side by side: LangChain's plain Chroma retriever vs the ragbrain pipeline.
+"""Query latency: the pipeline against LangChain's Chroma retriever, hybrid search, LangGraph,
+and a cold `ragbrain query`.
 
-Stores of 10k and 100k synthetic chunks (random unit vectors; the search cost does not depend on
-what the vectors mean); every query is a real question embedded by the real model on every side,
-with the store's query-embedding cache emptied before each call. Sides are interleaved query by
-query, rotating which goes first, so drift on a shared machine hits them alike.
+Four measurements, one subcommand each:
 
-    python -m benchmarks.latency [--sizes 10000 100000] [--rounds 5]
+- ``pipeline``: LangChain's plain Chroma retriever vs the ragbrain pipeline on stores of 10k
+  and 100k synthetic chunks (random unit vectors; the search cost does not depend on what the
+  vectors mean); every query is a real question embedded by the real model on every side,
+  with the store's query-embedding cache emptied before each call. Sides are interleaved query
+  by query, rotating which goes first, so drift on a shared machine hits them alike. Results:
+  ``results/latency.*``.
+- ``hybrid``: what hybrid search costs: lexical index build/update/load times and the query
+  latency it adds over dense search, on the synthetic 100k-chunk store. The synthetic texts
+  are word salad over a 33-word vocabulary, so every query term matches most chunks: a
+  pessimistic case for BM25 (real notes have far sparser terms). Results:
+  ``results/hybrid_latency.*``.
+- ``graph``: what LangGraph itself costs a run of ragbrain's graph shape, apart from any
+  node's work. A graph of the pipeline's shape and schemas (``RetrievalState``, its input,
+  output and context schemas; five nodes, the gate's conditional edge, four supersteps on the
+  path taken) whose nodes all do the same small job, against the same node function called
+  four times in plain Python, interleaved. Two kinds of node: *busy* (a few milliseconds of
+  numpy, as embedding and the critic are) and *blocking* (the same plus a 3 ms sleep, as a
+  search waits on a Chroma server's socket). The difference of the medians is LangGraph's cost
+  per run. Results: ``results/graph_cost.*``.
+- ``cold``: CLI process time, side by side: bad input and a cold `ragbrain query`, this tree vs
+  a baseline. Each command runs as a fresh process (`python -c "from ragbrain.cli import app;
+  app()" ...`) with PYTHONPATH set to one source tree or the other: this checkout's `src/`, and
+  the baseline revision's `src/` unpacked from git (`git archive`). Runs alternate between the
+  trees, rotating which goes first, so drift on a shared machine hits both alike. Reported:
+  median and p90 of the wall time, and the median CPU time (user + sys of the child, which
+  other load on the machine inflates less). The store is the bundled sample notes (56 notes,
+  156 chunks), ingested once and copied for each tree, which then runs one untimed query on
+  its copy: a tree whose lexical index format differs from the other's would otherwise
+  rebuild the index on every run. Also printed: where a cold query's time goes in this tree
+  and in the baseline (timers around the imports and loads, in one process each). Results:
+  ``results/cold_start.*``.
+
+    python -m benchmarks.latency pipeline [--sizes 10000 100000] [--rounds 5]
+    python -m benchmarks.latency hybrid [--size 100000] [--rounds 5] [--keep-index]
+    python -m benchmarks.latency graph [--runs 400]
+    python -m benchmarks.latency cold [--rounds 5] [--baseline-rev main]
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
 from collections.abc import Callable
+from io import BytesIO
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
 
 from benchmarks.common import (
     QUERIES,
@@ -28,9 +77,15 @@ from ragbrain.context import RetrievalContext
 from ragbrain.evaluation.evaluate import eval_critic
 from ragbrain.evaluation.runner import dense_retriever
 from ragbrain.graph import build_graph
+from ragbrain.lexical.fusion import hybrid_search
+from ragbrain.lexical.index import LexicalIndex
+from ragbrain.lexical.sync import index_path, sync_lexical
 from ragbrain.models.embeddings import default_embeddings
 from ragbrain.retriever import CorrectiveRetriever
+from ragbrain.state import RetrievalInput, RetrievalOutput, RetrievalState
 from ragbrain.store import Store
+
+# --- pipeline: ragbrain against LangChain's Chroma retriever --------------------------------
 
 
 def sides(store: Store) -> dict[str, Callable[[str], object]]:
@@ -70,12 +125,8 @@ def measure(store: Store, rounds: int) -> dict[str, dict[str, float]]:
     return {name: stats(values) for name, values in seconds.items()}
 
 
-def main() -> None:
-    """Run the benchmark and write results/latency.json and .md."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
-    parser.add_argument("--rounds", type=int, default=5)
-    args = parser.parse_args()
+def pipeline(args: argparse.Namespace) -> None:
+    """Run the pipeline comparison and write results/latency.json and .md."""
     embeddings = default_embeddings()
     results: dict[str, dict[str, dict[str, float]]] = {}
     for size in args.sizes:
@@ -110,6 +161,392 @@ def main() -> None:
         {"rounds": args.rounds, "queries": len(QUERIES), "results": results},
         table + "\n",
     )
+
+
+# --- hybrid: what BM25 and the fusion add over dense search ---------------------------------
+
+
+def hybrid(args: argparse.Namespace) -> None:
+    """Measure hybrid search's cost and write ``results/hybrid_latency.{json,md}``."""
+    store = synthetic_store(args.size, default_embeddings())
+    path = index_path(store)
+    if not args.keep_index:
+        path.unlink(missing_ok=True)
+    started = time.perf_counter()
+    index = sync_lexical(store)
+    build_s = time.perf_counter() - started
+    built = (
+        "open (load + staleness check)"
+        if args.keep_index
+        else "full build (read, tokenize, index, save)"
+    )
+    say(f"{built}: {build_s:.1f} s")
+    load_s = timed(lambda: LexicalIndex.load(path))
+    say(f"load: {load_s:.2f} s")
+    fingerprint_s = timed(store.all_ids)
+    rebuild_s = timed(lambda: index.updated({index.ids[0]}, ["x"], ["backup alert"], ["bug"]))
+    say(f"rebuild from kept terms (one chunk changed): {rebuild_s:.2f} s")
+    dense_ms: list[float] = []
+    hybrid_ms: list[float] = []
+    bm25_ms: list[float] = []
+    bm25s_ms: list[float] = []  # bm25s's scorer alone, without tokenizing and top-k
+    for query in QUERIES[:3]:  # warm-up
+        store.search(query, 10)
+        hybrid_search(store, index, query, 10)
+    for round_ in range(args.rounds):
+        for i, query in enumerate(QUERIES):
+            forget_queries(store)
+            store.embed_query(query)  # both sides get the embedding for free: we time search
+            pair = [
+                (dense_ms, lambda q=query: store.search(q, 10)),
+                (hybrid_ms, lambda q=query: hybrid_search(store, index, q, 10)),
+            ]
+            for sink, call in pair if (i + round_) % 2 else pair[::-1]:
+                sink.append(timed(call))
+            bm25_ms.append(timed(lambda q=query: index.search(q, 30)))
+            terms = index.query_terms(query)
+            bm25s_ms.append(timed(lambda t=terms: index.scores(t)))
+    dense, fused, bm25 = stats(dense_ms), stats(hybrid_ms), stats(bm25_ms)
+    bm25s_scorer = stats(bm25s_ms)
+    payload = {
+        "size": args.size,
+        "build_s" if not args.keep_index else "open_s": round(build_s, 2),
+        "load_s": round(load_s, 3),
+        "list_ids_s": round(fingerprint_s, 3),
+        "rebuild_from_terms_s": round(rebuild_s, 2),
+        "dense_search_ms": dense,
+        "hybrid_search_ms": fused,
+        "bm25_only_ms": bm25,
+        "bm25s_get_scores_ms": bm25s_scorer,
+        "added_p50_ms": round(fused["p50_ms"] - dense["p50_ms"], 2),
+    }
+    markdown = "\n".join(
+        [
+            f"# Hybrid search cost, {args.size} synthetic chunks",
+            "",
+            "| what | time |",
+            "|---|---|",
+            f"| {built} | {build_s:.1f} s |",
+            f"| rebuild from kept terms after a change | {rebuild_s:.2f} s |",
+            f"| load from disk | {load_s:.2f} s |",
+            f"| list the store's ids (staleness check) | {fingerprint_s:.2f} s |",
+            f"| dense search k=10, p50 | {dense['p50_ms']:.1f} ms |",
+            f"| hybrid search k=10, p50 | {fused['p50_ms']:.1f} ms |",
+            f"| BM25 alone top 30, p50 | {bm25['p50_ms']:.1f} ms |",
+            f"| (of which bm25s's scorer, p50) | {bm25s_scorer['p50_ms']:.1f} ms |",
+            f"| **added by hybrid, p50** | **{payload['added_p50_ms']:.1f} ms** |",
+            "",
+        ]
+    )
+    save("hybrid_latency", payload, markdown)
+    say(markdown)
+
+
+# --- graph: LangGraph's own cost per run -----------------------------------------------------
+
+MATRIX = np.random.default_rng(0).random((300, 300), dtype=np.float32)
+SLEEP = 0.003
+STEPS = 4  # choose_depth, vector_search, assess_quality, critic_filter
+
+
+def make_node(sleep: bool) -> Callable[..., dict[str, Any]]:
+    """A node that multiplies a matrix three times (and sleeps first when ``sleep``)."""
+
+    def node(state: RetrievalState, runtime: Runtime[RetrievalContext]) -> dict[str, Any]:
+        if sleep:
+            time.sleep(SLEEP)
+        for _ in range(3):
+            MATRIX @ MATRIX
+        return {"notes": ["step"], "depth": 3}
+
+    return node
+
+
+def shaped_graph(node: Callable[..., dict[str, Any]]) -> Any:
+    """The pipeline's shape and schemas with ``node`` in every place."""
+    builder: StateGraph[Any, RetrievalContext, RetrievalInput, RetrievalOutput] = StateGraph(
+        RetrievalState,
+        context_schema=RetrievalContext,
+        input_schema=RetrievalInput,
+        output_schema=RetrievalOutput,
+    )
+    names = ("choose_depth", "vector_search", "assess_quality", "fallback_search", "critic")
+    for name in names:
+        builder.add_node(name, node)
+    builder.add_edge(START, "choose_depth")
+    builder.add_edge("choose_depth", "vector_search")
+    builder.add_edge("vector_search", "assess_quality")
+    builder.add_conditional_edges(
+        "assess_quality", lambda _: "judge", {"widen": "fallback_search", "judge": "critic"}
+    )
+    builder.add_edge("fallback_search", "critic")
+    builder.add_edge("critic", END)
+    return builder.compile()
+
+
+def measure_graph(sleep: bool, runs: int) -> dict[str, float]:
+    """Median ms of the graph and of the plain calls, and their difference."""
+    node = make_node(sleep)
+    graph, context = shaped_graph(node), RetrievalContext()
+    runtime = Runtime(context=context)
+
+    def plain() -> None:
+        state: Any = {"query": "q", "type_filter": None, "notes": []}
+        for _ in range(STEPS):
+            update = node(state, runtime)
+            state = {**state, **update, "notes": state["notes"] + update["notes"]}
+
+    def compiled() -> None:
+        graph.invoke({"query": "q", "type_filter": None}, context=context)
+
+    times: dict[str, list[float]] = {"graph": [], "plain": []}
+    pair = [("graph", compiled), ("plain", plain)]
+    for i in range(runs + 50):
+        for name, side in pair[i % 2 :] + pair[: i % 2]:
+            started = time.perf_counter()
+            side()
+            if i >= 50:  # the first runs warm both up
+                times[name].append(time.perf_counter() - started)
+    graph_ms = 1000 * statistics.median(times["graph"])
+    plain_ms = 1000 * statistics.median(times["plain"])
+    return {
+        "graph_ms": round(graph_ms, 3),
+        "plain_ms": round(plain_ms, 3),
+        "langgraph_ms": round(graph_ms - plain_ms, 3),
+    }
+
+
+def graph_cost(args: argparse.Namespace) -> None:
+    """Measure both kinds of node; write results/graph_cost.{json,md}."""
+    rows = {"busy": measure_graph(False, args.runs), "blocking": measure_graph(True, args.runs)}
+    lines = [
+        "| nodes | graph p50 ms | the same nodes called plainly p50 ms "
+        "| LangGraph's cost per run |",
+        "|---|---:|---:|---:|",
+    ]
+    for kind, row in rows.items():
+        lines.append(
+            f"| {kind} | {row['graph_ms']} | {row['plain_ms']} | {row['langgraph_ms']} ms |"
+        )
+    print("\n".join(lines))
+    save("graph_cost", {"runs": args.runs, "rows": rows}, "\n".join(lines) + "\n")
+
+
+# --- cold: a fresh CLI process, this tree against a baseline revision ------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+RUN = "import sys; from ragbrain.cli import app; sys.argv[0] = 'ragbrain'; app()"
+QUERY = "why did the nightly backup fail?"
+STAGES = """
+import sys, time
+t0 = time.perf_counter(); out = {}
+def mark(name):
+    global t0
+    now = time.perf_counter(); out[name] = now - t0; t0 = now
+import ragbrain.cli; mark("import ragbrain.cli")
+from ragbrain.retriever import CorrectiveRetriever; mark("import the retriever")
+from ragbrain.models.embeddings import default_embeddings
+embeddings = default_embeddings(); embeddings.embed_query("x"); mark("embedding model")
+from ragbrain.store import Store
+store = Store.open(sys.argv[1], embeddings); mark("Store.open (Chroma)")
+from ragbrain.factory import resolve_critic
+critic, _ = resolve_critic("default"); mark("critic")
+from ragbrain.lexical.sync import LexicalSearcher
+lexical = LexicalSearcher(store); mark("lexical index")
+from ragbrain.graph import build_graph
+retriever = CorrectiveRetriever(graph=build_graph(store, critic, lexical=lexical))
+mark("build the graph")
+retriever.run(sys.argv[2]); mark("first query")
+print(repr(out))
+"""
+
+
+def cold_cases(store: Path, scratch: Path) -> dict[str, list[str]]:
+    """The commands timed, by name."""
+    return {
+        "empty query": ["query", "", "--store", str(store)],
+        "bad --k": ["query", "redis", "--k", "0", "--store", str(store)],
+        "missing store": ["query", "redis", "--store", str(scratch / "missing")],
+        "missing notes folder": ["ingest", str(scratch / "notthere"), "--store", "{new}"],
+        "query (cold start)": ["query", QUERY, "--store", str(store)],
+    }
+
+
+def baseline_tree(rev: str, into: Path) -> tuple[Path, str]:
+    """The ``src/`` of ``rev`` unpacked under ``into``, and the commit it resolves to."""
+    sha = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", rev], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", sha, "src"], capture_output=True, check=True
+    ).stdout
+    with tarfile.open(fileobj=BytesIO(archive)) as tar:
+        tar.extractall(into, filter="data")
+    return into / "src", sha
+
+
+def run_once(src: Path, args: list[str]) -> tuple[float, float, int, str]:
+    """Wall seconds, CPU seconds (user + sys), exit code and stderr tail of one process."""
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", RUN, *args], capture_output=True, text=True, env=env, check=False
+    )
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    tail = (done.stderr.strip().splitlines() or [""])[-1][:160]
+    return wall, cpu, done.returncode, tail
+
+
+def stages(src: Path, store: Path) -> dict[str, float]:
+    """Where a cold query's time goes in the tree at ``src`` (one process)."""
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    done = subprocess.run(
+        [sys.executable, "-c", STAGES, str(store), QUERY],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    import ast
+
+    parsed: dict[str, float] = ast.literal_eval(done.stdout.strip().splitlines()[-1])
+    return parsed
+
+
+def cold(options: argparse.Namespace) -> None:
+    """Time the CLI commands in both trees; write results/cold_start.{json,md}."""
+    with tempfile.TemporaryDirectory(prefix="ragbrain-cold-") as tmp:
+        scratch = Path(tmp)
+        base_src, sha = baseline_tree(options.baseline_rev, scratch / "baseline")
+        trees = {"baseline": base_src, "this tree": ROOT / "src"}
+        store = scratch / "store"
+        say("ingesting the sample notes")
+        wall, _, code, tail = run_once(
+            ROOT / "src",
+            [
+                "ingest",
+                str(ROOT / "src/ragbrain/sample_notes"),
+                "--store",
+                str(store),
+                "--embedding",
+                "minilm",
+            ],
+        )
+        if code:
+            raise SystemExit(f"ingest failed: {tail}")
+        stores = {tree: scratch / f"store-{tree.replace(' ', '-')}" for tree in trees}
+        for tree, copy in stores.items():
+            shutil.copytree(store, copy)
+            _, _, code, tail = run_once(trees[tree], ["query", QUERY, "--store", str(copy)])
+            if code:
+                raise SystemExit(f"{tree}: the untimed first query failed: {tail}")
+        results: dict[str, dict[str, list[Any]]] = {}
+        leftovers: dict[str, bool] = {}
+        for name in cold_cases(store, scratch):
+            results[name] = {tree: [] for tree in trees}
+            for round_ in range(options.rounds):
+                order = list(trees) if round_ % 2 == 0 else list(reversed(trees))
+                for tree in order:
+                    args = cold_cases(stores[tree], scratch)[name]
+                    new = scratch / f"new-{tree.replace(' ', '-')}-{round_}"
+                    filled = [a.format(new=new) for a in args]
+                    wall, cpu, code, tail = run_once(trees[tree], filled)
+                    results[name][tree].append({"wall": wall, "cpu": cpu, "code": code})
+                    if "{new}" in args:
+                        leftovers[tree] = (
+                            leftovers.get(tree, False) or (new / "chroma.sqlite3").exists()
+                        )
+                say(f"{name}: round {round_ + 1}/{options.rounds} ({tail})")
+        where = {tree: stages(src, stores[tree]) for tree, src in trees.items()}
+    summary = {
+        name: {
+            tree: {
+                "wall_p50": statistics.median(r["wall"] for r in runs),
+                "wall_max": max(r["wall"] for r in runs),
+                "cpu_p50": statistics.median(r["cpu"] for r in runs),
+                "exit_codes": sorted({r["code"] for r in runs}),
+            }
+            for tree, runs in by_tree.items()
+        }
+        for name, by_tree in results.items()
+    }
+    payload = {
+        "baseline_rev": sha,
+        "rounds": options.rounds,
+        "summary": summary,
+        "runs": results,
+        "stages": where,
+        "store_left_by_failed_ingest": leftovers,
+    }
+    save("cold_start", payload, cold_markdown(payload))
+
+
+def cold_markdown(payload: dict[str, Any]) -> str:
+    """The results as Markdown tables."""
+    lines = [
+        "# CLI process time: bad input and a cold query",
+        "",
+        f"Baseline: `{payload['baseline_rev'][:10]}`; each command {payload['rounds']} times "
+        "per tree, alternating. Seconds; p50 = median.",
+        "",
+        "| command | baseline wall p50 | this tree wall p50 | ratio | baseline CPU p50 | "
+        "this tree CPU p50 | this tree wall max | exit |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for name, by_tree in payload["summary"].items():
+        base, new = by_tree["baseline"], by_tree["this tree"]
+        lines.append(
+            f"| {name} | {base['wall_p50']:.2f} | {new['wall_p50']:.2f} | "
+            f"{new['wall_p50'] / base['wall_p50']:.2f} | {base['cpu_p50']:.2f} | "
+            f"{new['cpu_p50']:.2f} | {new['wall_max']:.2f} | {new['exit_codes']} |"
+        )
+    left = payload["store_left_by_failed_ingest"]
+    lines += [
+        "",
+        "`ingest notthere --store NEW` left NEW/chroma.sqlite3 behind: "
+        + ", ".join(f"{tree} {'yes' if flag else 'no'}" for tree, flag in left.items()),
+        "",
+        "Where a cold query's time goes (one process each, seconds):",
+        "",
+        "| stage | baseline | this tree |",
+        "|---|---:|---:|",
+    ]
+    base, new = payload["stages"]["baseline"], payload["stages"]["this tree"]
+    for stage in base:
+        lines.append(f"| {stage} | {base[stage]:.2f} | {new.get(stage, 0.0):.2f} |")
+    lines.append(f"| total | {sum(base.values()):.2f} | {sum(new.values()):.2f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    """Parse the subcommand and run its measurement."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    one = commands.add_parser("pipeline", help="ragbrain against LangChain's Chroma retriever")
+    one.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    one.add_argument("--rounds", type=int, default=5)
+    one.set_defaults(run=pipeline)
+    two = commands.add_parser("hybrid", help="what hybrid search adds over dense search")
+    two.add_argument("--size", type=int, default=100_000)
+    two.add_argument("--rounds", type=int, default=5)
+    two.add_argument(
+        "--keep-index", action="store_true", help="Reuse the saved index (no build timing)."
+    )
+    two.set_defaults(run=hybrid)
+    three = commands.add_parser("graph", help="LangGraph's own cost per run of the graph shape")
+    three.add_argument("--runs", type=int, default=400)
+    three.set_defaults(run=graph_cost)
+    four = commands.add_parser("cold", help="a fresh CLI process: bad input and a cold query")
+    four.add_argument("--rounds", type=int, default=5)
+    four.add_argument(
+        "--baseline-rev", default="main", help="The git revision whose src/ is compared."
+    )
+    four.set_defaults(run=cold)
+    args = parser.parse_args()
+    args.run(args)
 
 
 if __name__ == "__main__":

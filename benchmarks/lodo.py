@@ -7,8 +7,8 @@ train/dev queries only, and the held-apart set's test queries are judged:
 - the dense share of the score fusion (grid, best mean nDCG@10 of the hybrid top 10 on the fit
   sets);
 - the critic's threshold for the shipped layer (the shipped rule: every fit set keeps >= 92%
-  of its relevant candidates), and a refit of the critic's last layer with the
-  ``benchmarks.critic_layers`` machinery (logistic, balanced rows, same rule);
+  of its relevant candidates), and a refit of the critic's last layer (``lodo_fit.fit_layer``:
+  logistic, balanced rows, same rule);
 - the abstention thresholds (``ragbrain.refusal.abstain``) on the fit sets' missing-answer scenario:
   the most answerless queries refused while every fit set refuses <= 5% of its answerable ones.
 

@@ -98,7 +98,7 @@ def shipped_scorer(critic: TransformerCritic) -> Scorer:
 
 
 def layer_scorer(layer: Callable[[torch.Tensor], torch.Tensor]) -> Scorer:
-    """A refit layer (``critic_layers.fit_linear``) over ``DISTANCE_LIST_INPUTS`` columns."""
+    """A refit layer (``fit_layer``) over ``DISTANCE_LIST_INPUTS`` columns."""
 
     def score(data: SetData, record: Record, docs: Sequence[str]) -> list[float]:
         if not docs:
@@ -147,6 +147,15 @@ def labelled_scores(
     return scores, labels, sets
 
 
+def row_weights(sizes: Sequence[int], balanced: bool) -> torch.Tensor:
+    """One weight per row of a mix: all 1 (pooled), or each set's rows summing to the same."""
+    import torch
+
+    if not balanced:
+        return torch.ones(sum(sizes))
+    return torch.cat([torch.full((n,), sum(sizes) / (len(sizes) * n)) for n in sizes])
+
+
 def fit_layer(
     fit: Sequence[SetData], weight: float, columns: int
 ) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -155,7 +164,6 @@ def fit_layer(
     ``calibration.json`` entry) rides on the returned scorer."""
     import torch
 
-    from benchmarks.critic_layers import row_weights
     from ragbrain.critic.folder import DISTANCE_LIST_INPUTS
     from ragbrain.critic.training.layers import combine, fit_combiner
 

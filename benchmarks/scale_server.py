@@ -23,6 +23,7 @@ retriever a user calls is timed beside them, its wrapper reported apart.
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -272,17 +273,27 @@ def end_to_end(sizes: list[int], rounds: int = 5) -> None:
     print("\n".join(lines))
 
 
-def _end_to_end_arguments(arguments: list[str]) -> tuple[list[int], int]:
-    """``[--rounds N] [SIZE ...]`` after ``--end-to-end``."""
-    rounds = 5
-    if arguments[:1] == ["--rounds"]:
-        rounds, arguments = int(arguments[1]), arguments[2:]
-    return [int(s) for s in arguments] or [10_000, 100_000], rounds
+def _arguments() -> argparse.Namespace:
+    """The sizes, and whether to measure end to end (with its rounds)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "sizes",
+        type=int,
+        nargs="*",
+        help="Store sizes in chunks (default: 100000 1000000; with --end-to-end: 10000 100000).",
+    )
+    parser.add_argument(
+        "--end-to-end",
+        action="store_true",
+        help="Real query embeddings and the shipped critic: what LangGraph adds to a query.",
+    )
+    parser.add_argument("--rounds", type=int, default=5, help="Passes (with --end-to-end).")
+    return parser.parse_args()
 
 
 if __name__ == "__main__":
-    arguments = sys.argv[1:]
-    if arguments[:1] == ["--end-to-end"]:
-        end_to_end(*_end_to_end_arguments(arguments[1:]))
+    arguments = _arguments()
+    if arguments.end_to_end:
+        end_to_end(arguments.sizes or [10_000, 100_000], arguments.rounds)
     else:
-        main([int(s) for s in arguments] or [100_000, 1_000_000])
+        main(arguments.sizes or [100_000, 1_000_000])

@@ -28,13 +28,12 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tests.test_watch import Worker, burst
-
 from benchmarks.common import WORDS, save, say
 from ragbrain.evaluation.metrics import percentile
 from ragbrain.ingest.watch import Watcher
 from ragbrain.store import Store
 from tests.integration.test_crash_resume import clean_run, mutate
+from tests.integration.test_watch import Worker, burst
 from tests.support.fakes import BagOfWordsEmbeddings
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Literal
 
 from ragbrain.errors import InvalidInputError
 from ragbrain.lexical.fusion import DENSE_SHARE
-from ragbrain.query.inputs import check_k
+from ragbrain.query.inputs import AbstainLevel, check_abstain, check_k
 from ragbrain.refusal.abstain import AbstainThresholds
 
 if TYPE_CHECKING:
@@ -174,16 +174,17 @@ class RetrievalContext:
         },
     )
 
-    abstain: bool = field(
-        default=False,
+    abstain: AbstainLevel = field(
+        default="on",
         metadata={
-            "description": "Hand over nothing, saying why, when the critic's best score, the "
-            "best distance and BM25's coverage of the query all say nothing fits (thresholds "
-            "shipped with the critic per store model, fit leave-one-domain-out on the "
-            "missing-answer scenario). Off by default: on unseen data sets it refused 6-52% "
-            "of the answerless queries and 0-16% of the answerable ones (docs/quality.md). "
-            "Without it the run abstains only when the search finds nothing or the critic "
-            "keeps nothing."
+            "description": "Refusal: 'on' hands over nothing, saying why, when the question "
+            "is off-topic for the store (its best distance is above the cut the store learnt "
+            "at ingest from a bank of general questions, or it is written in a script an "
+            "English-only store cannot read); 'strict' also refuses when the answer seems "
+            "missing though its topic is there (a lower cut, and the critic's, the best "
+            "distance's and BM25's evidence agreeing that nothing fits), at a measured cost in "
+            "false refusals (docs/quality.md); 'off' never refuses a non-empty search. "
+            "True and False are read as 'strict' and 'off'."
         },
     )
 
@@ -235,6 +236,7 @@ class RetrievalContext:
             raise InvalidInputError(
                 f"critic_threshold must be in [0, 1] or None, got {self.critic_threshold}."
             )
+        object.__setattr__(self, "abstain", check_abstain(self.abstain))
         cuts: object = self.abstain_thresholds
         if isinstance(cuts, dict):  # a context given as JSON (Studio, a LangGraph server)
             cuts = AbstainThresholds.from_record(cuts, "abstain_thresholds")

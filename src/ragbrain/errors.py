@@ -11,6 +11,11 @@ class InvalidInputError(RagbrainError, ValueError):
     """A query, argument or setting that ragbrain cannot accept."""
 
 
+class WrongTypeError(InvalidInputError, TypeError):
+    """An argument of the wrong type (a path where a store is wanted, a string for a critic
+    object, another vector store than the supported one); the message says what to pass."""
+
+
 class StoreNotFoundError(InvalidInputError):
     """The store folder or its collection does not exist."""
 

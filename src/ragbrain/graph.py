@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -14,6 +14,7 @@ from ragbrain.nodes.depth import choose_depth
 from ragbrain.nodes.fallback import make_fallback_search
 from ragbrain.nodes.quality import GateSetting, make_assess_quality, route_after_gate
 from ragbrain.nodes.search import make_vector_search
+from ragbrain.refusal.offtopic import OffTopicCut, store_cut
 from ragbrain.state import RetrievalInput, RetrievalOutput, RetrievalState
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ def build_graph(
     *,
     critic_off_reason: str = "no critic configured",
     lexical: LexicalSearcher | None = None,
+    offtopic: OffTopicCut | Literal["store"] | None = "store",
 ) -> Graph:
     """Compile the corrective retrieval graph over ``store``.
 
@@ -43,6 +45,9 @@ def build_graph(
         critic_off_reason: What the trace says when ``critic`` is None.
         lexical: The store's lexical index (``ragbrain.lexical.LexicalSearcher``), for hybrid
             search and the lexical rescue; None searches by vectors only.
+        offtopic: The off-topic cut ``critic_filter`` refuses above (``"store"``: the one the
+            store learnt at ingest, or learnt now; ``ragbrain.refusal.offtopic``); None
+            refuses nothing by topic.
 
     Returns:
         The compiled graph. Invoke it with ``{"query": ..., "type_filter": ...}`` and
@@ -50,6 +55,7 @@ def build_graph(
     """
     gate = GateSetting(*store_gate(store), lexical=lexical is not None)
     bound = bind_critic(critic, store) if critic is not None else None
+    cut = store_cut(store) if offtopic == "store" else offtopic
     builder: StateGraph[Any, RetrievalContext, RetrievalInput, RetrievalOutput] = StateGraph(
         RetrievalState,
         context_schema=RetrievalContext,
@@ -60,7 +66,7 @@ def build_graph(
     builder.add_node("vector_search", make_vector_search(store, lexical))
     builder.add_node("assess_quality", make_assess_quality(gate))
     builder.add_node("fallback_search", make_fallback_search(store, lexical))
-    builder.add_node("critic_filter", make_critic_filter(bound, critic_off_reason))
+    builder.add_node("critic_filter", make_critic_filter(bound, critic_off_reason, cut))
     builder.add_edge(START, "choose_depth")
     builder.add_edge("choose_depth", "vector_search")
     builder.add_edge("vector_search", "assess_quality")

@@ -52,6 +52,8 @@ class RetrievalOutput(TypedDict):
     abstain_reason: str | None
     # BM25's best hit over the most the query can score (hybrid search; None otherwise).
     bm25_coverage: NotRequired[float | None]
+    # The first search's best dense cosine distance: off-topic refusal's evidence.
+    nearest_distance: NotRequired[float | None]
     notes: list[str]
 
 
@@ -69,6 +71,8 @@ class RetrievalState(TypedDict):
     hits: list[Hit]
     # BM25's best hit over the query's IDF sum (hybrid search only): abstention's lexical side.
     bm25_coverage: NotRequired[float | None]
+    # The first search's best dense cosine distance (the fused hits may not hold it).
+    nearest_distance: NotRequired[float | None]
     best_distance: float | None
     gate: float
     verdict: Verdict

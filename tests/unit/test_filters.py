@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from ragbrain import CorrectiveRetriever, Filters, InvalidInputError
+from ragbrain.context import RetrievalContext
 from ragbrain.ingest import ingest
 from ragbrain.lexical.sync import LexicalSearcher
 from ragbrain.query.facets import Facets
@@ -242,8 +243,11 @@ def test_the_lexical_side_is_filtered_the_same_way(scoped: Store) -> None:
 
 def test_the_retriever_keeps_the_filters_through_the_fallback(scoped: Store) -> None:
     LexicalSearcher(scoped)
-    retriever = CorrectiveRetriever.from_store(
-        scoped.folder, embeddings=BagOfWordsEmbeddings(), critic=None
+    retriever = CorrectiveRetriever.from_store(  # off-topic refusal is tested elsewhere
+        scoped.folder,
+        embeddings=BagOfWordsEmbeddings(),
+        critic=None,
+        context=RetrievalContext(abstain="off"),
     )
     # No chunk is of type 'lesson': the gate judges 'poor', the fallback drops the type only.
     out = retriever.run("backup redis", type_filter="lesson", filters={"path": "bug"})
@@ -257,7 +261,11 @@ def test_the_retriever_keeps_the_filters_through_the_fallback(scoped: Store) -> 
         retriever.invoke("backup", filters={"folder": "bug"})
     with pytest.raises(ValueError, match="path is an empty list"):  # pydantic wraps it
         CorrectiveRetriever(graph=retriever.graph, filters={"path": []})
-    default = CorrectiveRetriever(graph=retriever.graph, filters=Filters(paths=("decision",)))
+    default = CorrectiveRetriever(
+        graph=retriever.graph,
+        filters=Filters(paths=("decision",)),
+        context=RetrievalContext(abstain="off"),
+    )
     assert {d.metadata["source"].split("/")[0] for d in default.invoke("backup redis")} == {
         "decision"
     }
@@ -317,8 +325,11 @@ def test_a_store_ingested_before_times_were_recorded_says_so(scoped: Store) -> N
     from ragbrain.lexical.sync import index_path
 
     index_path(scoped).unlink()
-    retriever = CorrectiveRetriever.from_store(
-        scoped.folder, embeddings=BagOfWordsEmbeddings(), critic=None
+    retriever = CorrectiveRetriever.from_store(  # off-topic refusal is tested elsewhere
+        scoped.folder,
+        embeddings=BagOfWordsEmbeddings(),
+        critic=None,
+        context=RetrievalContext(abstain="off"),
     )
 
     out = retriever.run("backup", filters={"after": "2024-01-01"})
@@ -347,8 +358,11 @@ def test_a_filter_that_matches_nothing_names_the_closest(
     scoped: Store, spec: dict[str, Any], said: str
 ) -> None:
     LexicalSearcher(scoped)
-    retriever = CorrectiveRetriever.from_store(
-        scoped.folder, embeddings=BagOfWordsEmbeddings(), critic=None
+    retriever = CorrectiveRetriever.from_store(  # off-topic refusal is tested elsewhere
+        scoped.folder,
+        embeddings=BagOfWordsEmbeddings(),
+        critic=None,
+        context=RetrievalContext(abstain="off"),
     )
     out = retriever.run("backup", filters=spec)
     assert out["documents"] == []

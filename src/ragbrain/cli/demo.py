@@ -35,9 +35,15 @@ SCENARIOS: list[tuple[str, str, dict[str, Any]]] = [
         {"type_filter": "decision"},
     ),
     (
-        "Nothing in the notes is about this: the gate says 'poor', there is nothing to "
+        "On the notes' topics, but not in them: the gate says 'poor', there is nothing to "
         "rescue, and the critic drops the chunks it judges irrelevant.",
         "How do we configure Kafka consumer groups?",
+        {},
+    ),
+    (
+        "Off-topic: the notes are not about this at all, so the answer is empty and the "
+        "trace says why (--abstain off would hand chunks over anyway).",
+        "What is a good recipe for sourdough bread?",
         {},
     ),
     (

@@ -32,7 +32,7 @@ class _Unopened:
 def drawing_graph() -> Graph:
     """The graph compiled over nothing, for its drawing and its schemas (no store is opened:
     the factories only close over it)."""
-    return build_graph(cast("Store", _Unopened()), _Unscored())
+    return build_graph(cast("Store", _Unopened()), _Unscored(), offtopic=None)
 
 
 def mermaid() -> str:

@@ -38,8 +38,17 @@ def eval_(
         list[str] | None,
         typer.Option(
             "--scenario",
-            help="Also run 'missing-answer': a seeded half of the queries lose every relevant "
-            "document (a store copy); refusal recall and false refusal.",
+            help="Also run 'missing-answer' (a seeded half of the queries lose every relevant "
+            "document; a store copy) or 'off-topic' (the other data sets' test queries beside "
+            "--data and a bank of general questions); refusal and false refusal.",
+        ),
+    ] = None,
+    offtopic_root: Annotated[
+        Path | None,
+        typer.Option(
+            "--offtopic-root",
+            help="The folder of data sets whose test queries the off-topic scenario asks "
+            "[default: the folder holding --data].",
         ),
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the scenarios' draws.")] = 0,
@@ -75,11 +84,16 @@ def eval_(
         wrong_share=wrong_share,
         seed=seed,
         missing_answer="missing-answer" in (scenario or []),
+        offtopic_root=(offtopic_root or data.parent) if "off-topic" in (scenario or []) else None,
         out=out_dir,
     )
-    unknown = sorted(set(scenario or []) - {"missing-answer"})
+    unknown = sorted(set(scenario or []) - {"missing-answer", "off-topic"})
     if unknown:
-        raise fail(InvalidInputError(f"Unknown scenario(s) {unknown}; known: ['missing-answer']."))
+        raise fail(
+            InvalidInputError(
+                f"Unknown scenario(s) {unknown}; known: ['missing-answer', 'off-topic']."
+            )
+        )
     if embedding is not None and embedding not in EMBEDDING_CHOICES:
         raise fail(
             InvalidInputError(

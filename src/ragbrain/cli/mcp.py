@@ -24,13 +24,14 @@ def mcp(
     ] = None,
     critic: Annotated[bool, typer.Option(help="Run the critic (when one is installed).")] = True,
     abstain: Annotated[
-        bool,
+        str,
         typer.Option(
             "--abstain",
-            help="search answers nothing (answerable: false, with the reason) when the critic, "
-            "the best distance and BM25 all say nothing fits.",
+            help="Refusal in search: 'on' answers nothing (answerable: false, with the reason) "
+            "to a question the notes are not about; 'strict' also when the answer seems "
+            "missing; 'off' never refuses.",
         ),
-    ] = False,
+    ] = "on",
     watch: Annotated[
         bool, typer.Option("--watch", help="Keep the --allow folders in step, as `watch` does.")
     ] = False,
@@ -85,6 +86,7 @@ def mcp(
             raise InvalidInputError("--token-file and --no-auth need --http HOST:PORT.")
         bind = None if http is None else check_bind(http, token_file, no_auth)
         from ragbrain.models.embeddings import embeddings_for
+        from ragbrain.query.inputs import check_abstain
 
         service = RagbrainService(
             store,
@@ -92,7 +94,7 @@ def mcp(
             critic="default" if critic else None,
             inbox=inbox,
             watch=watch,
-            abstain=abstain,
+            abstain=check_abstain(abstain),
             embeddings=embeddings_for(embedding) if embedding else None,
         )
     except RagbrainError as exc:

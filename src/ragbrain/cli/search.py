@@ -52,20 +52,21 @@ def query(
     store: StoreOption = None,
     critic: Annotated[bool, typer.Option(help="Run the critic (when one is installed).")] = True,
     abstain: Annotated[
-        bool,
+        str,
         typer.Option(
             "--abstain",
-            help="Hand over nothing, saying why, when the critic, the best distance and BM25 "
-            "all say nothing fits (off by default; docs/quality.md has its measured cost).",
+            help="Refusal: 'on' answers nothing, saying why, to a question the notes are not "
+            "about; 'strict' also when the answer seems missing though its topic is there "
+            "(more false refusals: docs/quality.md); 'off' never refuses.",
         ),
-    ] = False,
+    ] = "on",
     server: ServerOption = None,
 ) -> None:
     """Retrieve chunks for TEXT and show every decision the pipeline made.
 
     Filters combine with AND; the fallback search widens only --type."""
     from ragbrain.query.filters import Filters
-    from ragbrain.query.inputs import check_k, check_query, check_types
+    from ragbrain.query.inputs import check_abstain, check_k, check_query, check_types
     from ragbrain.store.connect import check_location
 
     spec = {"path": path or None, "tags": tag or None, "all_tags": all_tags}
@@ -73,6 +74,7 @@ def query(
         check_query(text)
         check_k(k)
         check_types(type_ or None)
+        check_abstain(abstain)
         filters = Filters.parse({**spec, "after": after, "before": before})
         check_location(store, server, create=False)
     except RagbrainError as exc:
@@ -91,7 +93,7 @@ def query(
                 critic="default" if critic else None,
                 server=server,
                 policy=StorePolicy.from_env(),
-                context=RetrievalContext(abstain=abstain),
+                context=RetrievalContext(abstain=check_abstain(abstain)),
             )
         output = retriever.run(text, k=k, type_filter=type_ or None, filters=filters)
         unknown = retriever.unknown_types(type_ or None)

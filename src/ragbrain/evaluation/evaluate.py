@@ -41,6 +41,8 @@ class EvalOptions:
     wrong_share: float = 0.5
     seed: int = 0
     missing_answer: bool = False
+    #: The folder of data sets whose test queries are off-topic questions (None: no scenario).
+    offtopic_root: Path | None = None
     out: Path = Path("eval-results")
 
 
@@ -149,6 +151,20 @@ def evaluate(
             seed=options.seed,
             progress=reporter("missing answer"),
         )
+    if options.offtopic_root is not None:
+        from ragbrain.evaluation.offtopic_run import offtopic_scenario
+
+        payload["off_topic"] = offtopic_scenario(
+            split,
+            store,
+            queries,
+            configs,
+            critic,
+            base,
+            data_root=options.offtopic_root,
+            seed=options.seed,
+            progress=reporter("off-topic"),
+        )
     stem = options.out / f"{split.name}-{split.split}"
     write_json(stem.with_suffix(".json"), payload)
     write_atomic(stem.with_suffix(".md"), render_markdown(payload))
@@ -233,6 +249,10 @@ def render_markdown(payload: dict[str, Any]) -> str:
         from ragbrain.evaluation.missing_run import render_missing
 
         lines += render_missing(payload["missing_answer"])
+    if "off_topic" in payload:
+        from ragbrain.evaluation.offtopic_run import render_offtopic
+
+        lines += render_offtopic(payload["off_topic"])
     machine_ = payload["machine"]
     lines += [
         "",

@@ -2,6 +2,14 @@
 
 from ragbrain.ingest.files import NoteFile, Skipped, find_notes
 from ragbrain.ingest.reembed import re_embed
-from ragbrain.ingest.run import IngestReport, ingest
+from ragbrain.ingest.run import IngestInterrupted, IngestReport, ingest
 
-__all__ = ["IngestReport", "NoteFile", "Skipped", "find_notes", "ingest", "re_embed"]
+__all__ = [
+    "IngestInterrupted",
+    "IngestReport",
+    "NoteFile",
+    "Skipped",
+    "find_notes",
+    "ingest",
+    "re_embed",
+]

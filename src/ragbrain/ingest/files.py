@@ -21,6 +21,8 @@ from ragbrain.query.filters import to_timestamp
 MARKDOWN = frozenset({".md", ".markdown"})
 SUFFIXES = MARKDOWN | {".txt"} | DOCUMENT_SUFFIXES
 MAX_BYTES = 2_000_000
+#: The type of a note directly in the ingested root, without ``--type`` or a front-matter one.
+DEFAULT_TYPE = "note"
 
 
 @dataclass(frozen=True)
@@ -114,8 +116,15 @@ def note_time(meta: dict[str, Any], path: Path) -> int | None:
         return None
 
 
+def folder_type(root: Path, path: Path) -> str:
+    """The type a note takes from where it lies: its folder's name, or ``DEFAULT_TYPE``
+    directly in the root (the root's own name says nothing about the note)."""
+    return DEFAULT_TYPE if path.parent == root or not path.parent.name else path.parent.name
+
+
 def read_note(root: Path, path: Path, type_: str | None, max_bytes: int = MAX_BYTES) -> NoteFile:
-    """Read one file. The type is ``type_``, else the front matter's, else the folder's name.
+    """Read one file. The type is ``type_``, else the front matter's, else the folder's name
+    (``DEFAULT_TYPE`` for a file directly in the root).
 
     Raises:
         ValueError: The file is binary, not UTF-8, too large, empty or has bad front matter
@@ -131,7 +140,7 @@ def read_note(root: Path, path: Path, type_: str | None, max_bytes: int = MAX_BY
     skipped_lines += raw_body[: len(raw_body) - len(raw_body.lstrip())].count("\n")
     if not body:
         raise ValueError("empty (no text after the front matter)")
-    chosen = type_ or meta.get("type") or path.parent.name or "note"
+    chosen = type_ or meta.get("type") or folder_type(root, path)
     tags = meta.get("tags")
     # No tags is none (not the tag "()"), a list is its items, anything else one tag.
     listed = tuple(str(t) for t in tags) if isinstance(tags, list) else (str(tags),)
@@ -163,7 +172,7 @@ def read_document(root: Path, path: Path, type_: str | None, max_bytes: int) -> 
     return NoteFile(
         root=root,
         path=path,
-        type=(type_ or path.parent.name or "note").strip(),
+        type=(type_ or folder_type(root, path)).strip(),
         title=document.title or path.stem,
         body="\n\n".join(p for p in document.pages if p),
         pages=document.pages if document.paged else (),
@@ -182,10 +191,13 @@ class NoteScan:
     excluded: list[Path] = field(default_factory=list)
 
 
-def _candidates(root: Path, rules: IgnoreRules, excluded: list[Path]) -> Iterator[Path | Skipped]:
+def _candidates(
+    root: Path, rules: IgnoreRules, excluded: list[Path], real_root: Path | None = None
+) -> Iterator[Path | Skipped]:
     """Files under ``root`` with a note suffix; hidden entries and what ``rules`` leave out
-    (appended to ``excluded``) are left out; links are checked."""
-    real_root = root.resolve()
+    (appended to ``excluded``) are left out; links are checked (they must stay inside
+    ``real_root``, default ``root``)."""
+    real_root = real_root or root.resolve()
     for folder, dirs, files in os.walk(root, followlinks=False):
         kept = []
         for name in sorted(d for d in dirs if not d.startswith(".")):
@@ -214,12 +226,18 @@ def _candidates(root: Path, rules: IgnoreRules, excluded: list[Path]) -> Iterato
 
 
 def list_candidates(
-    root: Path, exclude: Sequence[str] = (), include: Sequence[str] = ()
+    root: Path,
+    exclude: Sequence[str] = (),
+    include: Sequence[str] = (),
+    folder: Path | None = None,
 ) -> list[Path | Skipped]:
-    """The note files under the folder ``root`` as ``scan_notes`` walks it (its ignore rules
-    and the ``exclude`` and ``include`` patterns applied, without reading them), and the links
-    it refuses; for the watcher, which rereads only what changed."""
-    return list(_candidates(root, IgnoreRules(root, exclude=exclude, include=include), []))
+    """The note files under ``folder`` (default: the root) as ``scan_notes`` walks it (the
+    root's ignore rules and the ``exclude`` and ``include`` patterns, relative to ``folder``,
+    applied, without reading them), and the links it refuses; for the watcher, which rereads
+    only what changed."""
+    folder = folder or root
+    rules = IgnoreRules(root, exclude=exclude, include=include, anchor=folder)
+    return list(_candidates(folder, rules, [], real_root=root.resolve()))
 
 
 def scan_notes(
@@ -238,7 +256,8 @@ def scan_notes(
 
     Args:
         root: The folder sources are relative to (and whose ignore rules apply); default
-            ``path`` itself, or a file's folder.
+            ``path`` itself, or a file's folder. ``exclude`` and ``include`` are relative to
+            ``path`` (a file's folder).
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
@@ -254,11 +273,12 @@ def scan_notes(
         root = root.expanduser().absolute()
         if not path.is_relative_to(root):
             raise ValueError(f"{path} is not inside {root}")
-    rules = IgnoreRules(root, exclude=exclude, include=include)
+    anchor = path if path.is_dir() else path.parent
+    rules = IgnoreRules(root, exclude=exclude, include=include, anchor=anchor)
     scan = NoteScan(root)
     found: list[Path | Skipped]
     if path.is_dir():
-        found = list(_candidates(path, rules, scan.excluded))
+        found = list(_candidates(path, rules, scan.excluded, real_root=root.resolve()))
     elif rules.skips_file(path):
         found, scan.excluded = [], [path]
     else:

@@ -64,16 +64,20 @@ class IgnoreRules:
         exclude: Extra gitignore patterns (``--exclude``), as if in a root ignore file read last.
         include: Gitignore patterns; when any is given, only files matching one are taken.
         read_files: Read ``.gitignore`` and ``.ragbrainignore`` files (False: only the options).
+        anchor: The folder ``exclude`` and ``include`` are relative to: the folder that was
+            ingested, inside ``root`` (default: ``root``); they do not apply outside it.
     """
 
     root: Path
     exclude: Sequence[str] = ()
     include: Sequence[str] = ()
     read_files: bool = True
+    anchor: Path | None = None
     _specs: dict[Path, list[pathspec.GitIgnoreSpec]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.root = self.root.absolute()
+        self.anchor = (self.anchor or self.root).absolute()
         self._exclude = _spec(list(self.exclude), f"--exclude {list(self.exclude)}")
         self._include = _spec(list(self.include), f"--include {list(self.include)}")
 
@@ -105,8 +109,21 @@ class IgnoreRules:
                 result = spec.check_file(below)
                 if result.include is not None:
                     verdict = result.include
-        result = self._exclude.check_file(relative.as_posix() + ("/" if is_dir else ""))
+        anchored = self._anchored(path)
+        if anchored is None:
+            return verdict
+        result = self._exclude.check_file(anchored + ("/" if is_dir else ""))
         return verdict if result.include is None else result.include
+
+    def _anchored(self, path: Path) -> str | None:
+        """``path`` relative to the anchor (None: the anchor itself, or outside it: the
+        options do not apply there)."""
+        assert self.anchor is not None
+        try:
+            relative = path.absolute().relative_to(self.anchor).as_posix()
+        except ValueError:
+            return None
+        return None if relative == "." else relative
 
     def skips_folder(self, folder: Path) -> bool:
         """Whether ``folder`` (under the root) is left out, and so not entered at all."""
@@ -116,9 +133,9 @@ class IgnoreRules:
         """Whether the file ``path`` (under the root) is left out by the rules."""
         if self._verdict(path, is_dir=False) is True:
             return True
-        if self.include:
-            relative = path.absolute().relative_to(self.root).as_posix()
-            return self._include.check_file(relative).include is not True
+        anchored = self._anchored(path)
+        if self.include and anchored is not None:
+            return self._include.check_file(anchored).include is not True
         return False
 
     def skips(self, path: Path) -> bool:
@@ -131,3 +148,12 @@ class IgnoreRules:
             if self.skips_folder(folder):
                 return True
         return self.skips_file(path)
+
+
+def ignore_line(source: str) -> str:
+    """The gitignore line that leaves out exactly the file ``source`` (relative to the folder
+    of the ignore file): anchored with ``/``, its glob characters escaped."""
+    escaped = "".join(f"\\{c}" if c in "\\[]*?" else c for c in source)
+    if escaped.endswith(" "):
+        escaped = escaped[:-1] + "\\ "
+    return f"/{escaped}"

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from ragbrain.ingest.chunks import Chunk, chunk_note, splitter_for
 from ragbrain.ingest.files import MAX_BYTES, NoteFile, Skipped, list_candidates, read_note
+from ragbrain.ingest.roots import only_under
 from ragbrain.ingest.run import retime, stale_times, write_chunks
 
 if TYPE_CHECKING:
@@ -95,6 +96,7 @@ def apply_changes(
     max_bytes: int = MAX_BYTES,
     exclude: Sequence[str] = (),
     include: Sequence[str] = (),
+    folder: Path | None = None,
 ) -> Update:
     """Re-read the files at or under ``paths`` in the folder ``root`` and update the store.
 
@@ -108,21 +110,25 @@ def apply_changes(
         type_: As for ``ingest``.
         prune: Delete the chunks of files that are no longer there.
         max_bytes: Larger files are skipped.
-        exclude, include: Gitignore patterns, as for ``ingest``: a file they leave out
-            loses its chunks (with ``prune``) like a deleted one.
+        exclude, include: Gitignore patterns, as for ``ingest`` (relative to ``folder``): a
+            file they leave out loses its chunks (with ``prune``) like a deleted one.
+        folder: The watched folder, inside ``root`` (default: ``root``): only files under
+            it are read, and only their chunks can be pruned.
 
     Raises:
         StoreLockedError: Another process is writing to the store.
     """
     root = Path(os.path.abspath(root))
+    folder = root if folder is None else Path(os.path.abspath(folder))
     update = Update(root=root)
     with store.writing():
         found: dict[str, Path | Skipped] = {}
-        listed = list_candidates(root, exclude, include) if root.is_dir() else []
+        listed = list_candidates(root, exclude, include, folder) if folder.is_dir() else []
         for candidate in listed:
             path = candidate.path if isinstance(candidate, Skipped) else candidate
             found[path.relative_to(root).as_posix()] = candidate
-        stored = store.metadata_by_source(str(root))
+        # The rest of the root is not this folder's to prune.
+        stored = only_under(store.metadata_by_source(str(root)), root, folder)
         existing = {source: set(chunks) for source, chunks in stored.items()}
         paths = list(paths)
         to_write: list[Chunk] = []
@@ -161,5 +167,8 @@ def apply_changes(
         from ragbrain.lexical.sync import sync_lexical
 
         changed = {c.id: c.metadata for c in to_retime}
-        store.keep_small_types(sync_lexical(store, changed=changed))
+        store.keep_small_types(sync_lexical(store, changed=changed, record={}))
+        from ragbrain.refusal.offtopic import store_cut
+
+        store_cut(store)  # learnt again once the store's size has moved past STALE_CHANGE
     return update

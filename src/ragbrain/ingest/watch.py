@@ -21,6 +21,7 @@ from ragbrain.errors import InvalidInputError, StoreLockedError
 from ragbrain.ingest.debounce import Debouncer
 from ragbrain.ingest.files import MAX_BYTES, SUFFIXES
 from ragbrain.ingest.ignore import IgnoreRules
+from ragbrain.ingest.roots import place
 from ragbrain.ingest.run import IngestReport, Progress, ingest
 from ragbrain.ingest.update import Update, apply_changes
 
@@ -124,6 +125,9 @@ class Watcher:
         self._stop = threading.Event()
         self._observer: Any = None
         self._watches: dict[Path, Any] = {}
+        #: The store's root each watched folder's notes are stored under (itself, or the
+        #: root that holds it: ``ragbrain.ingest.roots``).
+        self._stored_under: dict[Path, Path] = {}
 
     # --- events (watchdog's thread) ---
     def _event(self, event: Any) -> None:
@@ -156,18 +160,18 @@ class Watcher:
         reports = []
         for root in self.roots:
             with self.write_lock:
-                reports.append(
-                    ingest(
-                        root,
-                        self.store,
-                        type_=self.type_,
-                        prune=self.prune,
-                        max_bytes=self.max_bytes,
-                        progress=progress,
-                        exclude=self.exclude,
-                        include=self.include,
-                    )
+                report = ingest(
+                    root,
+                    self.store,
+                    type_=self.type_,
+                    prune=self.prune,
+                    max_bytes=self.max_bytes,
+                    progress=progress,
+                    exclude=self.exclude,
+                    include=self.include,
                 )
+            self._stored_under[root] = report.root
+            reports.append(report)
         with self.write_lock:
             # Checked again after the first full pass, and thoroughly (every chunk searched by
             # its own vector: 3.7 s at 10k chunks, once per start). After a watcher was killed,
@@ -264,13 +268,14 @@ class Watcher:
                 with self.write_lock:
                     update = apply_changes(
                         self.store,
-                        root,
+                        self.stored_under(root),
                         mine,
                         type_=self.type_,
                         prune=self.prune,
                         max_bytes=self.max_bytes,
                         exclude=self.exclude,
                         include=self.include,
+                        folder=root,
                     )
             except StoreLockedError as exc:
                 self.status(f"{exc} Trying again in {LOCKED_RETRY_SECONDS:.0f} s.")
@@ -289,6 +294,13 @@ class Watcher:
         if self.on_update is not None:
             self.on_update()
         return updates
+
+    def stored_under(self, folder: Path) -> Path:
+        """The store's root that the watched ``folder``'s notes are stored under."""
+        if folder not in self._stored_under:
+            roots = self.store.ledger().roots or ()
+            self._stored_under[folder] = place(folder, roots).root
+        return self._stored_under[folder]
 
     def _later(self, paths: list[Path], seconds: float) -> None:
         timer = threading.Timer(seconds, self.notify, args=(paths,))

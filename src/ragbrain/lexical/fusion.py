@@ -220,6 +220,8 @@ class Fused:
     hits: list[Hit]
     lexical_only: int
     weights: FusionWeights
+    #: The dense side's best cosine distance (None: it found nothing), whatever the fusion kept.
+    nearest: float | None = None
 
 
 def hybrid_fusion(
@@ -271,7 +273,8 @@ def hybrid_fusion(
     hits = _as_hits(store, query, order, {hit["id"]: hit for hit in dense})
     dense_ids = {hit["id"] for hit in dense}
     only = sum(hit["id"] not in dense_ids for hit in hits)
-    return Fused(hits, only, FusionWeights(share, best, power))
+    nearest = max(0.0, dense[0]["distance"]) if dense else None
+    return Fused(hits, only, FusionWeights(share, best, power), nearest)
 
 
 def hybrid_search(

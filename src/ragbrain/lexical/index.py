@@ -116,6 +116,9 @@ class LexicalIndex:
         self.indptr = indptr
         self.vocab = vocab
         self.fingerprint = fingerprint(ids)
+        #: The store generation (``ragbrain.store.ledger``) this index is known to match, as
+        #: saved by ``lexical.sync``; None: unknown (the store's ids decide).
+        self.generation: str | None = None
         self._position = {id_: i for i, id_ in enumerate(ids)}
         self._type_codes: dict[str, int] = {}
         self._doc_types = np.array(
@@ -229,6 +232,7 @@ class LexicalIndex:
             sources[position], tags[position], times[position] = new[0][0], new[1][0], new[2][0]
         clone = copy.copy(self)
         clone.columns = (sources, tags, times)
+        clone.generation = None
         clone._masks = {}
         clone._masks_lock = threading.Lock()
         clone.__dict__.pop("facets", None)
@@ -336,6 +340,7 @@ class LexicalIndex:
             "format": FORMAT,
             "tokenizer": TOKENIZER_VERSION,
             "fingerprint": self.fingerprint,
+            "generation": self.generation,
             "ids": self.ids,
             "types": self.types,
             "sources": self.columns[0],
@@ -403,4 +408,6 @@ class LexicalIndex:
         index = cls(ids, types, flat, indptr, {t: i for i, t in enumerate(vocab)}, columns)
         if index.fingerprint != header.get("fingerprint"):
             raise LexicalIndexError(f"The lexical index {path} fails its fingerprint check.")
+        generation = header.get("generation")
+        index.generation = generation if isinstance(generation, str) else None
         return index

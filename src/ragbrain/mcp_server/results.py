@@ -158,9 +158,10 @@ class StatsResult(BaseModel):
     embedding_model: str
     critic: str = Field(description="The critic in use, or why it is off.")
     gate_threshold: float = Field(description="The quality gate's distance threshold.")
-    abstain: bool = Field(
-        description="Whether search may answer nothing (answerable false) when the critic, the "
-        "best distance and BM25 all say nothing fits (the server's --abstain)."
+    abstain: str = Field(
+        description="The refusal level of search (the server's --abstain): 'on' answers "
+        "nothing (answerable false) to a question the notes are not about, 'strict' also when "
+        "the answer seems missing, 'off' never refuses."
     )
     allowed_roots: list[str] = Field(description="Folders `ingest` may read.")
     inbox: str | None = Field(description="The folder `remember` writes to; None: off.")

@@ -43,6 +43,7 @@ from ragbrain.models.embeddings import model_name_of
 from ragbrain.nodes.critic import bind_critic
 from ragbrain.paths import default_store_path
 from ragbrain.query.filters import MODIFIED_KEY, time_label
+from ragbrain.query.inputs import AbstainLevel
 from ragbrain.render import cite
 from ragbrain.retriever import CorrectiveRetriever
 from ragbrain.state import RETRIEVAL_KEY
@@ -111,7 +112,7 @@ class RagbrainService:
         watch: bool = False,
         debounce: float = 1.0,
         inbox: str | Path | None = None,
-        abstain: bool = False,
+        abstain: AbstainLevel = "on",
     ) -> None:
         """Check the settings; nothing is loaded yet.
 
@@ -128,9 +129,9 @@ class RagbrainService:
             debounce: Seconds of quiet that end a burst of saves (with ``watch``).
             inbox: The folder ``remember`` writes notes to; it must lie inside an allowed
                 folder (links followed). None turns ``remember`` off.
-            abstain: ``RetrievalContext.abstain`` for every search: an empty answer with
-                ``answerable`` false when the critic, the best distance and BM25 all say
-                nothing fits.
+            abstain: ``RetrievalContext.abstain`` for every search: "on" answers nothing
+                (``answerable`` false, with the reason) to an off-topic question, "strict"
+                also when the answer seems missing, "off" never refuses.
 
         Raises:
             InvalidInputError: An allowed folder does not exist, ``watch`` without any, or

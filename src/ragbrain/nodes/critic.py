@@ -28,6 +28,7 @@ from ragbrain.nodes import Node
 from ragbrain.query.compound import split_compound
 from ragbrain.query.parts import judge_parts, nearest_parts
 from ragbrain.refusal.abstain import AbstainThresholds, Evidence, hand_over, should_abstain
+from ragbrain.refusal.offtopic import OffTopicCut, refusal_reason
 from ragbrain.state import RETRIEVAL_KEY, Hit, RetrievalState
 
 if TYPE_CHECKING:
@@ -170,13 +171,74 @@ def evidence_abstention(
     return True, None, "abstention: the evidence does not agree that nothing fits"
 
 
-def make_critic_filter(critic: Critic | None, off_reason: str = "no critic configured") -> Node:
-    """Bind a critic (or None: keep every hit, saying ``off_reason``) into ``critic_filter``."""
+def offtopic_refusal(
+    state: RetrievalState, level: str, cut: OffTopicCut | None
+) -> tuple[bool, str | None, str]:
+    """Whether the question is off-topic for the store (``ragbrain.refusal.offtopic``).
+
+    Args:
+        state: The run so far (the query, its nearest distance, the hits).
+        level: ``RetrievalContext.abstain`` ("off", "on" or "strict").
+        cut: The store's off-topic cut; None for a model without one.
+
+    Returns:
+        ``(answerable, reason, note)``: the note says what the check saw when it answered.
+    """
+    if level == "off":
+        return True, None, ""
+    if cut is None:
+        return True, None, "off-topic check: no cut for this store's embedding model"
+    distances = [hit["distance"] for hit in state["hits"]]
+    nearest = state.get("nearest_distance")
+    if nearest is None:
+        nearest = min(distances, default=None)
+    why = refusal_reason(state["query"], nearest, cut, strict=level == "strict")
+    if why is not None:
+        return False, why, ""
+    limit = cut.strict if level == "strict" else cut.distance
+    shown = "none" if nearest is None else f"{nearest:.3f}"
+    return True, None, f"on topic: nearest distance {shown} <= cut {limit:.3f} ({cut.source})"
+
+
+def refusal(
+    state: RetrievalState,
+    context: RetrievalContext,
+    critic: Critic | None,
+    scores: Sequence[float] | None,
+    offtopic: OffTopicCut | None,
+) -> tuple[bool, str | None, list[str]]:
+    """``RetrievalContext.abstain``: is the question off-topic for the store (both levels),
+    and, at the strict level, do the critic's, the distance's and BM25's evidence agree that
+    the answer is missing?
+
+    Returns:
+        ``(answerable, reason, notes)``: the notes say what each check saw when it answered.
+    """
+    answerable, reason, note = offtopic_refusal(state, context.abstain, offtopic)
+    said = [note] if note else []
+    if not answerable or context.abstain != "strict":
+        return answerable, reason, said
+    if critic is None or scores is None:
+        return True, None, [*said, "the strict level's evidence rule needs the critic"]
+    answerable, reason, note = evidence_abstention(
+        critic, state, scores, context.abstain_thresholds
+    )
+    return answerable, reason, [*said, note] if note else said
+
+
+def make_critic_filter(
+    critic: Critic | None,
+    off_reason: str = "no critic configured",
+    offtopic: OffTopicCut | None = None,
+) -> Node:
+    """Bind a critic (or None: keep every hit, saying ``off_reason``) and the store's off-topic
+    cut (``ragbrain.refusal.offtopic``; None: no refusal by topic) into ``critic_filter``."""
 
     def critic_filter(state: RetrievalState, runtime: Runtime[RetrievalContext]) -> dict[str, Any]:
         hits, context = state["hits"], context_of(runtime)
         compound = context.split_compound and any("part_distances" in hit for hit in hits)
         parts = split_compound(state["query"]) if compound else []
+        judged: list[float] | None = None  # the critic's scores, for the strict level
         if critic is None:
             status = f"off: {off_reason}"
             shown = hits[: state["depth"]]
@@ -189,8 +251,6 @@ def make_critic_filter(critic: Critic | None, off_reason: str = "no critic confi
             note = f"critic {status}; kept all {len(documents)}"
             if len(hits) > len(documents):
                 note += f" of the first {state['depth']} (the depth) of {len(hits)} candidates"
-            if context.abstain:
-                note += "; abstention asked, but it needs the critic: only an empty search abstains"
         else:
             threshold = context.critic_threshold
             if threshold is None:
@@ -206,13 +266,7 @@ def make_critic_filter(critic: Critic | None, off_reason: str = "no critic confi
             chosen = handed_over(scores, threshold, state["depth"], bests if parts else None)
             documents = [_document(hits[i], scores[i], state, status, answers[i]) for i in chosen]
             answerable, reason = abstention(hits, scores, len(documents), threshold)
-            asked = ""
-            if context.abstain and answerable:
-                answerable, reason, asked = evidence_abstention(
-                    critic, state, scores, context.abstain_thresholds
-                )
-                if not answerable:
-                    documents = []
+            judged = list(scores)
             handed = [scores[i] for i in chosen][: len(documents)]
             note = _kept_note(status, len(hits), handed, threshold)
             if len(documents) > state["depth"]:
@@ -220,8 +274,11 @@ def make_critic_filter(critic: Critic | None, off_reason: str = "no critic confi
             if parts:
                 for_parts = sum(answers[i] is not None for i in chosen)
                 note += f"; judged against each part as well: {for_parts} kept for a part"
-            if context.abstain and asked:
-                note += f"; {asked}"
+        if answerable and hits:
+            answerable, reason, said = refusal(state, context, critic, judged, offtopic)
+            note += "".join(f"; {line}" for line in said)
+        if not answerable:
+            documents = []
         if reason is not None:
             note += f"; nothing is returned: {reason}"
         return {

@@ -42,6 +42,7 @@ def make_vector_search(store: Store, lexical: LexicalSearcher | None = None) -> 
         scope = f"type in {types}" if types else "all types"
         lexical_only: list[int] = []
         weights: list[FusionWeights] = []
+        nearest: list[float] = []  # each search's best dense distance: refusal's evidence
         hybrid = context.search_mode == "hybrid" and lexical is not None
         trust = True
         if hybrid:
@@ -65,10 +66,14 @@ def make_vector_search(store: Store, lexical: LexicalSearcher | None = None) -> 
                 )
                 lexical_only.append(fused.lexical_only)
                 weights.append(fused.weights)
+                if fused.nearest is not None:
+                    nearest.append(fused.nearest)
                 return fused.hits
-            return (
+            found = (
                 store.search(text, k, types, filters) if filters else store.search(text, k, types)
             )
+            nearest.extend(max(0.0, hit["distance"]) for hit in found[:1])
+            return found
 
         parts = split_compound(query) if context.split_compound else []
         hits = search_parts(store, query, parts, wanted, search) if parts else search(query, wanted)
@@ -100,6 +105,11 @@ def make_vector_search(store: Store, lexical: LexicalSearcher | None = None) -> 
                 notes.append(f"type filter: {unknown_types_message(unknown)}")
         # The best-covered search (a compound question's parts each have their own).
         coverage = max((w.bm25_best for w in weights), default=None) if hybrid else None
-        return {"hits": hits, "bm25_coverage": coverage, "notes": notes}
+        return {
+            "hits": hits,
+            "bm25_coverage": coverage,
+            "nearest_distance": min(nearest, default=None),
+            "notes": notes,
+        }
 
     return vector_search

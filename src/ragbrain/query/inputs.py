@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal, cast
 
 from ragbrain.errors import InvalidInputError
+
+#: ``RetrievalContext.abstain``: refuse nothing, off-topic questions, or missing answers too.
+AbstainLevel = Literal["off", "on", "strict"]
+ABSTAIN_LEVELS: tuple[AbstainLevel, ...] = ("off", "on", "strict")
 
 MAX_K = 100
 MAX_QUERY_CHARS = 10_000  # the model reads ~256 tokens; more is a mistake, not a question
@@ -61,3 +65,18 @@ def check_types(type_filter: Any) -> list[str] | None:
             f"type_filter must be a note type or a list of them, got {type_filter!r}."
         )
     return list(dict.fromkeys(t.strip() for t in type_filter)) or None
+
+
+def check_abstain(level: Any) -> AbstainLevel:
+    """A refusal level: one of ``ABSTAIN_LEVELS``; True and False read as strict and off.
+
+    Raises:
+        InvalidInputError: Anything else.
+    """
+    if isinstance(level, bool):
+        return "strict" if level else "off"
+    if level not in ABSTAIN_LEVELS:
+        raise InvalidInputError(
+            f"abstain must be one of {', '.join(ABSTAIN_LEVELS)}, got {level!r}."
+        )
+    return cast("AbstainLevel", level)

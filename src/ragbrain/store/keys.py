@@ -6,6 +6,8 @@ MODEL_KEY = "ragbrain:embedding_model"
 DIMENSION_KEY = "ragbrain:dimension"
 GATE_KEY = "ragbrain:gate_threshold"  # written by `ragbrain calibrate`
 GATE_SOURCE_KEY = "ragbrain:gate_source"
+#: The off-topic cut ``ragbrain.refusal.offtopic`` learns at ingest (JSON).
+OFFTOPIC_KEY = "ragbrain:offtopic"
 #: Chroma caps how many records one call may carry.
 BATCH = 1000
 #: Records read per call when listing a whole store. Chroma reads a call's metadata with one

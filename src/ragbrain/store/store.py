@@ -12,13 +12,14 @@ import hashlib
 import math
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import lru_cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
+from ragbrain.checks import check_embeddings, check_location
 from ragbrain.errors import InvalidInputError
 from ragbrain.models.embeddings import model_name_of
 from ragbrain.paths import cache_root
@@ -33,19 +34,24 @@ from ragbrain.store.keys import (
     GATE_KEY,
     GATE_SOURCE_KEY,
     MODEL_KEY,
+    OFFTOPIC_KEY,
     PAGE,
 )
+from ragbrain.store.ledger import Ledger, LedgerView, bump
+from ragbrain.store.ledger import update as update_ledger
 from ragbrain.store.repair import restore_missing_vectors, writer_lock
 from ragbrain.store.resilience import StorePolicy, call
 from ragbrain.store.scoped import KnownScope, ScopeVectors, scan_nearest, scoped_nearest
 from ragbrain.store.type_index import KnownTypes, TypeIndex, type_where, typed_nearest
 
 if TYPE_CHECKING:
+    from chromadb.api import ClientAPI
     from chromadb.api.models.Collection import Collection
     from chromadb.api.types import GetResult, Include
     from langchain_core.embeddings import Embeddings
 
     from ragbrain.query.filters import Filters
+    from ragbrain.vectorstore import RagbrainChroma
 
 T = TypeVar("T")
 #: How long a server store's list of types is reused when no index of the store has it.
@@ -63,9 +69,11 @@ class Store:
         location: str,
         policy: StorePolicy | None = None,
         folder: Path | None = None,
+        client: ClientAPI | None = None,
     ) -> None:
         self.collection = collection
         self.embeddings = embeddings
+        self.client = client  # the Chroma client behind ``collection`` (``as_vectorstore``)
         self.location = location
         self.policy = policy or StorePolicy()
         self.folder = folder  # None for a server-backed store
@@ -77,6 +85,7 @@ class Store:
         )
         self._types_seen: tuple[object, float, list[str]] | None = None
         self._scope_vectors = ScopeVectors(collection)
+        self._ledger = LedgerView(collection, self.call, self.version)
 
     @property
     def embedding_model(self) -> str | None:
@@ -136,6 +145,8 @@ class Store:
                 model ragbrain knows by name, or (``embeddings`` None) with one it cannot load.
             StoreUnavailableError: The server could not be reached within the deadline.
         """
+        check_location(path, "Store.open")
+        check_embeddings(embeddings, "Store.open")
         policy = policy or StorePolicy()
         client, where, folder = connect(path, server, policy, create=create)
         hint = f"--server {server}" if server else f"--store {where}"
@@ -148,7 +159,23 @@ class Store:
             convert_space=convert_space,
             policy=policy,
         )
-        return cls(collection, embeddings, location=where, policy=policy, folder=folder)
+        return cls(
+            collection, embeddings, location=where, policy=policy, folder=folder, client=client
+        )
+
+    def as_vectorstore(self) -> RagbrainChroma:
+        """This store as a langchain-chroma ``Chroma`` (the same client and collection,
+        embedding with this store's model), for any LangChain code to read and write: its
+        writes go through the store, so the lexical index follows (``ragbrain.vectorstore``).
+
+        Raises:
+            InvalidInputError: The store was made without its client (not by ``Store.open``).
+        """
+        # The one import of an upper layer here: a vector store's writes must bring the
+        # lexical index (which reads the store) in step, as ingest does.
+        from ragbrain.vectorstore import RagbrainChroma
+
+        return RagbrainChroma(self)
 
     def call(self, what: str, fn: Callable[[], T]) -> T:
         """Run one Chroma operation under the store's deadline and retry policy."""
@@ -186,6 +213,22 @@ class Store:
             self._writer_interrupted = False
         return restored
 
+    def ledger(self) -> Ledger:
+        """The store's own record (``store.ledger``): its roots, its generation, an unfinished
+        ingest. Read again only when the store may have changed (a file stat on an embedded
+        store), so a reader may ask on every query."""
+        return self._ledger.get()
+
+    def record(
+        self, changes: Mapping[str, Any] | None = None, *, generation: str | None = None
+    ) -> str:
+        """Write ``changes`` (``store.ledger`` keys; None removes one) into the store's record
+        with a new generation (or ``generation``), which tells every reader that the store
+        changed; returns the generation."""
+        written = bump(self.collection, self.call, changes or {}, generation=generation)
+        self._ledger.forget()
+        return written
+
     def embed_query(self, query: str) -> tuple[float, ...]:
         """The query's vector as searches use it: from a small per-store cache, checked to be
         finite and not zero."""
@@ -212,14 +255,21 @@ class Store:
             raise InvalidInputError(
                 f"A gate threshold is a cosine distance in [0, 2], got {threshold}."
             )
+        update_ledger(self.collection, self.call, {GATE_KEY: threshold, GATE_SOURCE_KEY: source})
+
+    def offtopic_record(self) -> str | None:
+        """The off-topic cut ingest learnt for this store (JSON), if any."""
+        value = (self.collection.metadata or {}).get(OFFTOPIC_KEY)
+        return value if isinstance(value, str) else None
+
+    def set_offtopic_record(self, record: str) -> None:
+        """Record the off-topic cut (``ragbrain.refusal.offtopic.OffTopicCut.to_json``)."""
         kept = {
             k: v for k, v in (self.collection.metadata or {}).items() if not k.startswith("hnsw:")
         }
         self.call(
-            "Writing the gate threshold",
-            lambda: self.collection.modify(
-                metadata={**kept, GATE_KEY: threshold, GATE_SOURCE_KEY: source}
-            ),
+            "Writing the off-topic cut",
+            lambda: self.collection.modify(metadata={**kept, OFFTOPIC_KEY: record}),
         )
 
     @staticmethod
@@ -420,6 +470,8 @@ class Store:
                         embeddings=list(vectors[start:end]),
                     ),
                 )
+        if ids:
+            self.record()  # every reader learns that the store changed
 
     def _check_vectors(
         self,
@@ -454,6 +506,8 @@ class Store:
             for start in range(0, len(ids), BATCH):
                 batch = list(ids[start : start + BATCH])
                 self.call("Deleting chunks", partial(self.collection.delete, ids=batch))
+        if ids:
+            self.record()
 
     def all_ids(self) -> list[str]:
         """Every chunk id in the store (what the lexical index's fingerprint is checked against)."""
@@ -505,6 +559,8 @@ class Store:
                         metadatas=[dict(m) for m in metadatas[start:end]],
                     ),
                 )
+        if ids:
+            self.record()
 
     def hits_by_id(self, query: str, ids: Sequence[str]) -> list[Hit]:
         """The given chunks as hits, each with its true cosine distance to ``query``.

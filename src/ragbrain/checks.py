@@ -1,0 +1,133 @@
+"""Entry checks: the argument types a public entry point accepts, each refused with a message
+that names what was passed, what is allowed and what to pass instead (a leaf module)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from ragbrain.errors import WrongTypeError
+
+
+def describe(value: object) -> str:
+    """A short name of ``value`` for messages: ``str 'default'``, ``int 3``, or the class's
+    dotted name for other objects."""
+    if isinstance(value, str | int | float | bool):
+        return f"{type(value).__name__} {value!r}"[:80]
+    kind = type(value)
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _is_vectorstore(value: object) -> bool:
+    try:
+        from langchain_core.vectorstores import VectorStore
+    except ImportError:  # pragma: no cover - langchain-core is a core dependency
+        return False
+    return isinstance(value, VectorStore)
+
+
+def check_embeddings(embeddings: object, where: str) -> None:
+    """``embeddings`` is None or a LangChain ``Embeddings`` (anything with callable
+    ``embed_documents`` and ``embed_query``).
+
+    Raises:
+        WrongTypeError: Anything else; a string is pointed to ``embeddings_for``.
+    """
+    if embeddings is None or all(
+        callable(getattr(embeddings, name, None)) for name in ("embed_documents", "embed_query")
+    ):
+        return
+    hint = ""
+    if isinstance(embeddings, str):
+        hint = (
+            f" To load a model by name, pass ragbrain.models.embeddings.embeddings_for"
+            f"({embeddings!r}) (minilm or e5-small); a model folder, "
+            "langchain_huggingface.HuggingFaceEmbeddings(model_name=FOLDER)."
+        )
+    raise WrongTypeError(
+        f"{where}: embeddings must be a LangChain Embeddings (an object with embed_documents "
+        f"and embed_query) or None for the store's own model; got {describe(embeddings)}." + hint
+    )
+
+
+def check_location(path: object, where: str) -> None:
+    """``path`` is None, a string or a path-like object naming a store folder.
+
+    Raises:
+        WrongTypeError: Anything else; a LangChain vector store is pointed to
+            ``CorrectiveRetriever.from_vectorstore``, an opened store to ``build_graph``.
+    """
+    if path is None or isinstance(path, str | os.PathLike):
+        return
+    if _is_vectorstore(path):
+        hint = " For a LangChain vector store, use CorrectiveRetriever.from_vectorstore(it)."
+    elif type(path).__name__ == "Store":
+        hint = " For an opened ragbrain Store, use build_graph(store) (or store.location)."
+    else:
+        hint = ""
+    raise WrongTypeError(
+        f"{where}: the store must be a folder (str or pathlib.Path) or None for the default "
+        f"store; got {describe(path)}.{hint}"
+    )
+
+
+def check_one_of(value: object, allowed: Iterable[Any], name: str, where: str) -> None:
+    """``value`` is one of ``allowed``.
+
+    Raises:
+        WrongTypeError: It is not.
+    """
+    choices = list(allowed)
+    if any(value == choice and type(value) is type(choice) for choice in choices):
+        return
+    raise WrongTypeError(
+        f"{where}: {name} must be one of {', '.join(repr(c) for c in choices)}; "
+        f"got {describe(value)}."
+    )
+
+
+def check_flag(value: object, name: str, where: str) -> None:
+    """``value`` is a bool.
+
+    Raises:
+        WrongTypeError: It is not.
+    """
+    if not isinstance(value, bool):
+        raise WrongTypeError(f"{where}: {name} must be True or False; got {describe(value)}.")
+
+
+def check_critic_choice(choice: object, where: str) -> None:
+    """``choice`` is what ``critic=`` accepts: None, ``"default"``, a critic folder (str or
+    path), or a critic object (a ``threshold`` and a ``score(query, passages,
+    distances=None)`` method).
+
+    Raises:
+        WrongTypeError: Anything else, saying what to pass.
+    """
+    if choice is None or isinstance(choice, str | os.PathLike):
+        return
+    if callable(getattr(choice, "score", None)) and isinstance(
+        getattr(choice, "threshold", None), int | float
+    ):
+        return
+    raise WrongTypeError(
+        f"{where}: critic must be None (no critic), 'default' (the shipped one), a critic "
+        "folder (str or pathlib.Path), or a critic object with a numeric `threshold` and a "
+        f"`score(query, passages, distances=None)` method; got {describe(choice)}."
+    )
+
+
+def check_policy(policy: object, where: str) -> None:
+    """``policy`` is None or a ``StorePolicy`` (checked by its fields: this module imports no
+    store code).
+
+    Raises:
+        WrongTypeError: Anything else.
+    """
+    if policy is None or all(hasattr(policy, f) for f in ("deadline", "retries", "backoff")):
+        return
+    raise WrongTypeError(
+        f"{where}: policy must be a ragbrain.StorePolicy (deadline, retries) or None; "
+        f"got {describe(policy)}."
+    )

@@ -1,0 +1,316 @@
+"""Off-topic refusal: a question the notes are not about gets an empty answer and a reason.
+
+The evidence is absolute, not relative to the list: the query's best cosine distance to the
+store, against a cut this store learns at ingest from how far a bank of general questions
+(``general_questions.jsonl``: cooking, sport, travel, ... in English, Japanese, Thai, Chinese
+and Arabic, written for the project) stays from its notes. The cut is a low quantile of those
+distances (``LEVELS``, fit leave-one-domain-out: ``python -m benchmarks.offtopic``):
+a question farther from every note than most general questions are is about something else.
+
+A store too small to say (fewer than ``MIN_CHUNKS`` chunks) uses the cut shipped for its
+embedding model, and the trace says so. On a store whose model reads English only
+(all-MiniLM-L6-v2), a question written in a script the notes do not use (Thai, Chinese,
+Arabic, ...) is refused with that reason: the model cannot read it, so its distance means
+nothing.
+
+Calibrating costs one embedding of the bank per model (cached under ``cache_root()``) and one
+nearest-neighbour query per question; ``ragbrain ingest`` runs it after every change, so the
+cut follows the store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import logging
+import math
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ragbrain._util import write_bytes
+from ragbrain.paths import cache_root
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ragbrain.store import Store
+
+log = logging.getLogger(__name__)
+
+BANK = Path(__file__).with_name("general_questions.jsonl")
+#: Fewer chunks than this: the store's own distances say too little; the shipped cut applies.
+MIN_CHUNKS = 20
+#: Per embedding model, the quantile of the bank's best distances that becomes a store's cut,
+#: and the strict level's cut as a share of it: the lowest quantile (share) that refuses at
+#: most 2% (5%) of every shared set's answerable test-split-free fit queries, fit on every
+#: set's store (``python -m benchmarks.offtopic --ship``; docs/quality.md). Other models get
+#: all-MiniLM-L6-v2's.
+LEVELS: dict[str, tuple[float, float]] = {
+    "all-MiniLM-L6-v2": (0.555, 0.92),
+    "multilingual-e5-small": (0.555, 0.92),
+}
+#: Shipped cuts per embedding model, for stores too small to calibrate: the median over the
+#: shared sets' stores of the cut the rule above gives (same command).
+SHIPPED_CUTS: dict[str, float] = {
+    "all-MiniLM-L6-v2": 0.786,
+    "multilingual-e5-small": 0.17,
+}
+#: Models that read English only: other scripts are refused by script, not by distance.
+ENGLISH_ONLY = frozenset({"all-MiniLM-L6-v2"})
+#: A script this rare among the store's chunks is one the notes do not use.
+RARE_SCRIPT = 0.05
+#: Chunks read to learn the store's scripts.
+SCRIPT_SAMPLE = 400
+
+
+@dataclass(frozen=True)
+class OffTopicCut:
+    """Where a store's questions stop being about its notes, and where that came from."""
+
+    distance: float  # refuse above this best distance
+    strict: float  # the strict level's cut (lower)
+    source: str  # "calibrated on 144 general questions over 1,873 chunks", "shipped for ..."
+    model: str
+    scripts: dict[str, float] = field(default_factory=dict)  # share of chunks per script
+    chunks: int = 0  # the store's size when the cut was learnt
+
+    def to_json(self) -> str:
+        """The cut as the JSON string the store's metadata keeps."""
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> OffTopicCut | None:
+        """The cut a store's metadata holds; None when it is missing or unreadable."""
+        try:
+            raw = json.loads(text)
+            return cls(
+                distance=float(raw["distance"]),
+                strict=float(raw["strict"]),
+                source=str(raw["source"]),
+                model=str(raw["model"]),
+                scripts={str(k): float(v) for k, v in dict(raw.get("scripts", {})).items()},
+                chunks=int(raw.get("chunks", 0)),
+            )
+        except (TypeError, ValueError, KeyError):
+            return None
+
+
+def script_of(text: str) -> str:
+    """The script most of ``text``'s letters are written in: ``latin``, ``cjk`` (Han, kana),
+    ``hangul``, ``thai``, ``arabic``, ``cyrillic``, ``other``; ``none`` without letters."""
+    counts: Counter[str] = Counter()
+    for char in text:
+        if not char.isalpha():
+            continue
+        name = unicodedata.name(char, "")
+        if name.startswith(("LATIN", "FULLWIDTH LATIN")):
+            counts["latin"] += 1
+        elif name.startswith(("CJK", "HIRAGANA", "KATAKANA")):
+            counts["cjk"] += 1
+        elif name.startswith("HANGUL"):
+            counts["hangul"] += 1
+        elif name.startswith("THAI"):
+            counts["thai"] += 1
+        elif name.startswith("ARABIC"):
+            counts["arabic"] += 1
+        elif name.startswith("CYRILLIC"):
+            counts["cyrillic"] += 1
+        else:
+            counts["other"] += 1
+    return counts.most_common(1)[0][0] if counts else "none"
+
+
+def script_shares(texts: Iterable[str]) -> dict[str, float]:
+    """The share of ``texts`` written mostly in each script."""
+    scripts = [script_of(t) for t in texts]
+    return {s: n / len(scripts) for s, n in Counter(scripts).items()} if scripts else {}
+
+
+@cache
+def bank(english_only: bool = False) -> tuple[str, ...]:
+    """The calibration bank's questions (English ones only with ``english_only``)."""
+    rows = [json.loads(line) for line in BANK.read_text(encoding="utf-8").splitlines() if line]
+    return tuple(r["text"] for r in rows if not english_only or r["lang"] == "en")
+
+
+def _bank_vectors(store: Store, questions: Sequence[str]) -> np.ndarray:
+    """The embeddings of ``questions`` by the store's model, cached per model and bank."""
+    import numpy as np
+
+    from ragbrain.models.embeddings import model_name_of
+
+    model = model_name_of(store.embeddings)
+    variant = str(getattr(store.embeddings, "variant", ""))
+    dimension = str(len(store.embeddings.embed_query(questions[0])))
+    key = "\n".join([model, variant, dimension, *questions])
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    path = cache_root() / "refusal" / f"bank-{digest}.npy"
+    if path.is_file():
+        try:
+            vectors: np.ndarray = np.load(path, allow_pickle=False)
+            if vectors.shape[0] == len(questions):
+                return vectors
+        except (OSError, ValueError):
+            log.warning("Re-embedding the off-topic bank: %s is unreadable", path)
+    vectors = np.asarray([store.embeddings.embed_query(q) for q in questions], dtype=np.float32)
+    buffer = io.BytesIO()
+    np.save(buffer, vectors, allow_pickle=False)
+    write_bytes(path, buffer.getvalue())
+    return vectors
+
+
+def nearest_distances(store: Store, vectors: Any) -> list[float]:
+    """Each vector's cosine distance to its nearest chunk in ``store``."""
+    queries: list[Sequence[float]] = [[float(x) for x in v] for v in vectors]
+    found = store.call(
+        "Measuring the off-topic bank",
+        lambda: store.collection.query(
+            query_embeddings=queries, n_results=1, include=["distances"]
+        ),
+    )
+    return [max(0.0, float(d[0])) for d in found["distances"] or [] if d]
+
+
+def quantile(values: Sequence[float], q: float) -> float:
+    """The ``q`` quantile of ``values`` (linear interpolation, as numpy's default)."""
+    ordered = sorted(values)
+    position = q * (len(ordered) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def shipped_cut(model: str) -> OffTopicCut | None:
+    """The cut shipped for ``model``; None for a model it was not fit for."""
+    if model not in SHIPPED_CUTS:
+        return None
+    distance = SHIPPED_CUTS[model]
+    strict = round(distance * levels(model)[1], 4)
+    return OffTopicCut(distance, strict, f"shipped for {model}", model)
+
+
+def levels(model: str) -> tuple[float, float]:
+    """The quantile and the strict share ``model``'s stores use (``LEVELS``)."""
+    return LEVELS.get(model, LEVELS["all-MiniLM-L6-v2"])
+
+
+def calibrate(
+    store: Store, *, level: float | None = None, strict_scale: float | None = None
+) -> OffTopicCut | None:
+    """Learn ``store``'s off-topic cut from the bank's best distances to its notes.
+
+    Returns:
+        The calibrated cut; the shipped cut for the store's model when the store holds fewer
+        than ``MIN_CHUNKS`` chunks (None for a model without one).
+    """
+    from ragbrain.models.embeddings import model_name_of
+
+    model = model_name_of(store.embeddings)
+    level = levels(model)[0] if level is None else level
+    strict_scale = levels(model)[1] if strict_scale is None else strict_scale
+    count = store.count()
+    if count < MIN_CHUNKS:
+        shipped = shipped_cut(model)
+        if shipped is None:
+            return None
+        return OffTopicCut(
+            shipped.distance,
+            shipped.strict,
+            f"shipped for {model}: the store holds {count} chunks, too few to calibrate "
+            f"(at least {MIN_CHUNKS})",
+            model,
+        )
+    english = model in ENGLISH_ONLY
+    questions = bank(english_only=english)
+    distances = nearest_distances(store, _bank_vectors(store, questions))
+    sample = store.call(
+        "Reading chunks for their scripts",
+        lambda: store.collection.get(limit=SCRIPT_SAMPLE, include=["documents"]),
+    )
+    scripts = script_shares(t for t in sample["documents"] or [] if t)
+    distance = quantile(distances, level)
+    return OffTopicCut(
+        distance=round(distance, 4),
+        strict=round(distance * strict_scale, 4),
+        source=f"calibrated on {len(questions)} general questions over {count} chunks",
+        model=model,
+        scripts={k: round(v, 4) for k, v in scripts.items()},
+        chunks=count,
+    )
+
+
+#: A stored cut older than this change in the store's size is learnt again.
+STALE_CHANGE = 0.2
+
+
+def store_cut(store: Store, *, save: bool = True) -> OffTopicCut | None:
+    """The store's off-topic cut: the one ingest recorded while the store's size stays within
+    ``STALE_CHANGE`` of what it was then, else learnt now (and recorded, with ``save``).
+
+    Returns:
+        The cut; None for a store too small to calibrate whose model has no shipped cut.
+    """
+    from ragbrain.errors import RagbrainError
+    from ragbrain.models.embeddings import model_name_of
+
+    record = store.offtopic_record()
+    cut = OffTopicCut.from_json(record) if record else None
+    if cut is not None and cut.model == model_name_of(store.embeddings):
+        count = store.count()
+        if abs(count - cut.chunks) <= STALE_CHANGE * max(cut.chunks, MIN_CHUNKS):
+            return cut
+    cut = calibrate(store)
+    if cut is not None and save:
+        try:
+            store.set_offtopic_record(cut.to_json())
+        except RagbrainError as exc:  # a read-only or unreachable store: use it unsaved
+            log.warning("The off-topic cut was not recorded in the store: %s", exc)
+    return cut
+
+
+def refusal_reason(
+    query: str, best_distance: float | None, cut: OffTopicCut, *, strict: bool = False
+) -> str | None:
+    """Why ``query`` is off-topic for the store ``cut`` was learnt on; None when it is not.
+
+    Args:
+        query: The question.
+        best_distance: Its best cosine distance to the store (None: nothing was found).
+        cut: The store's cut.
+        strict: Use the strict level's cut.
+    """
+    if best_distance is None:
+        return "the search found no chunk to judge"
+    script = script_of(query)
+    if (
+        cut.model in ENGLISH_ONLY
+        and script not in ("latin", "none")
+        and cut.scripts.get(script, 0.0) < RARE_SCRIPT
+    ):
+        return (
+            f"off-topic: the question is written in {script} script, which this store's "
+            f"notes do not use and its embedding model ({cut.model}) does not read; a "
+            "multilingual store (ragbrain ingest --embedding e5-small) would"
+        )
+    limit = cut.strict if strict else cut.distance
+    if best_distance > limit:
+        level = "strict cut" if strict else "off-topic cut"
+        return (
+            f"off-topic: the best distance ({best_distance:.3f}) is above this store's "
+            f"{level} ({limit:.3f}, {cut.source})"
+        )
+    return None
+
+
+def refresh_cut(store: Store) -> OffTopicCut | None:
+    """Learn ``store``'s cut again and record it (ingest runs this after every change)."""
+    cut = calibrate(store)
+    if cut is not None:
+        store.set_offtopic_record(cut.to_json())
+    return cut

@@ -1,0 +1,290 @@
+"""Off-topic refusal: the store's cut, the script rule, the trace, the levels, the scenario."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ragbrain.context import RetrievalContext
+from ragbrain.errors import InvalidInputError
+from ragbrain.evaluation.offtopic import (
+    Question,
+    evaluation_bank,
+    judged_queries,
+    offtopic_questions,
+    offtopic_sources,
+    offtopic_stats,
+)
+from ragbrain.graph import build_graph
+from ragbrain.refusal import offtopic
+from ragbrain.refusal.offtopic import OffTopicCut, refusal_reason, script_of
+from ragbrain.state import RETRIEVAL_KEY
+from ragbrain.store import Store
+from tests.support.beir_folders import make_folder
+from tests.support.fakes import BagOfWordsEmbeddings, OverlapCritic
+
+MINILM = "all-MiniLM-L6-v2"
+E5 = "multilingual-e5-small"
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGBRAIN_CACHE", str(tmp_path / "cache"))
+
+
+class NamedBagOfWords(BagOfWordsEmbeddings):
+    """The fake embedding under a real model's name (its shipped cut, its script rule)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.model_name = name
+
+
+def store_of(tmp_path: Path, texts: list[str], embeddings: BagOfWordsEmbeddings) -> Store:
+    store = Store.open(tmp_path / "store", embeddings, create=True)
+    if texts:
+        ids = [f"n{i}" for i in range(len(texts))]
+        metadatas = [{"source": f"n{i}.md", "type": "note", "chunk": 0} for i in range(len(texts))]
+        store.upsert(ids, texts, metadatas, embeddings.embed_documents(texts))
+    return store
+
+
+NOTE_WORDS = [
+    "postgres",
+    "vacuum",
+    "index",
+    "backup",
+    "replica",
+    "kubernetes",
+    "helm",
+    "rollback",
+    "redis",
+    "cache",
+]
+
+
+def notes(n: int) -> list[str]:
+    return [
+        f"{NOTE_WORDS[i % 10]} {NOTE_WORDS[(i * 3 + 1) % 10]} note number {i}" for i in range(n)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "script"),
+    [
+        ("How do I vacuum a postgres table?", "latin"),
+        ("getUserById", "latin"),
+        ("README.md", "latin"),
+        ("ทำไมการสำรองข้อมูลล้มเหลว", "thai"),
+        ("バックアップが失敗した理由", "cjk"),
+        ("为什么备份失败", "cjk"),
+        ("لماذا فشل النسخ الاحتياطي", "arabic"),
+        ("12345 ?!", "none"),
+    ],
+    ids=["english", "identifier", "file-name", "thai", "japanese", "chinese", "arabic", "none"],
+)
+def test_script_of_names_the_script_most_letters_use(text: str, script: str) -> None:
+    assert script_of(text) == script
+
+
+def cut(model: str = MINILM, scripts: dict[str, float] | None = None) -> OffTopicCut:
+    return OffTopicCut(0.5, 0.4, "test cut", model, scripts or {"latin": 1.0})
+
+
+def test_a_question_farther_than_the_cut_is_refused_with_the_numbers() -> None:
+    reason = refusal_reason("capital of Mongolia", 0.6, cut())
+    assert reason is not None and reason.startswith("off-topic")
+    assert "0.600" in reason and "0.500" in reason and "test cut" in reason
+    assert refusal_reason("vacuum a table", 0.45, cut()) is None
+
+
+def test_the_strict_level_uses_its_lower_cut() -> None:
+    assert refusal_reason("vacuum a table", 0.45, cut(), strict=True) is not None
+    assert refusal_reason("vacuum a table", 0.35, cut(), strict=True) is None
+
+
+def test_an_english_only_store_refuses_a_script_its_notes_do_not_use() -> None:
+    reason = refusal_reason("ทำไมการสำรองข้อมูลล้มเหลว", 0.1, cut())
+    assert reason is not None and "thai script" in reason and "e5-small" in reason
+    # Notes in that script: the distance decides, as for any question.
+    assert refusal_reason("ทำไมการสำรองข้อมูลล้มเหลว", 0.1, cut(scripts={"thai": 0.6})) is None
+    # A multilingual model reads it: no script rule.
+    assert refusal_reason("ทำไมการสำรองข้อมูลล้มเหลว", 0.1, cut(model=E5)) is None
+
+
+def test_nothing_found_is_said_as_such() -> None:
+    assert refusal_reason("anything", None, cut()) == "the search found no chunk to judge"
+
+
+@pytest.mark.parametrize("size", [0, 1, 3, 10], ids=["empty", "one", "three", "ten"])
+def test_a_store_too_small_to_calibrate_gets_the_shipped_cut_and_says_so(
+    tmp_path: Path, size: int
+) -> None:
+    store = store_of(tmp_path, notes(size), NamedBagOfWords(MINILM))
+    got = offtopic.calibrate(store)
+    assert got is not None
+    assert got.distance == offtopic.SHIPPED_CUTS[MINILM]
+    assert got.strict == pytest.approx(got.distance * offtopic.levels(MINILM)[1], abs=1e-4)
+    assert "too few to calibrate" in got.source and f"holds {size} chunks" in got.source
+
+
+def test_a_small_store_of_an_unknown_model_has_no_cut(tmp_path: Path) -> None:
+    assert offtopic.calibrate(store_of(tmp_path, notes(5), BagOfWordsEmbeddings())) is None
+
+
+def test_calibration_is_a_quantile_of_the_banks_nearest_distances(tmp_path: Path) -> None:
+    embeddings = BagOfWordsEmbeddings()
+    texts = notes(40)
+    store = store_of(tmp_path, texts, embeddings)
+    got = offtopic.calibrate(store)
+    assert got is not None and got.chunks == 40 and "calibrated on 360" in got.source
+    # Brute force: each bank question's nearest note by cosine over the same vectors.
+    bank = np.array([embeddings.embed_query(q) for q in offtopic.bank()])
+    vectors = np.array(embeddings.embed_documents(texts))
+    nearest = 1.0 - (bank @ vectors.T).max(axis=1)
+    expected = float(np.quantile(nearest, offtopic.levels("bag-of-words-64")[0]))
+    assert got.distance == pytest.approx(expected, abs=1e-3)
+    assert got.strict <= got.distance
+    # Calibration never refuses the store's own notes.
+    assert all(refusal_reason(t, 0.0, got) is None for t in texts)
+    assert got.scripts == {"latin": 1.0}
+
+
+def test_an_english_only_model_calibrates_on_the_english_questions(tmp_path: Path) -> None:
+    store = store_of(tmp_path, notes(30), NamedBagOfWords(MINILM))
+    got = offtopic.calibrate(store)
+    assert got is not None
+    english = sum(json.loads(line)["lang"] == "en" for line in offtopic.BANK.open())
+    assert f"calibrated on {english} general" in got.source
+
+
+def test_the_cut_is_recorded_reused_and_learnt_again_when_the_store_grows(
+    tmp_path: Path,
+) -> None:
+    embeddings = BagOfWordsEmbeddings()
+    store = store_of(tmp_path, notes(30), embeddings)
+    first = offtopic.store_cut(store)
+    assert first is not None and store.offtopic_record() == first.to_json()
+    assert OffTopicCut.from_json(first.to_json()) == first
+    assert offtopic.store_cut(store) == first  # reused while the store keeps its size
+    more = notes(60)[30:]
+    ids = [f"m{i}" for i in range(len(more))]
+    metadatas = [{"source": f"m{i}.md", "type": "note", "chunk": 0} for i in range(len(more))]
+    store.upsert(ids, more, metadatas, embeddings.embed_documents(more))
+    again = offtopic.store_cut(store)
+    assert again is not None and again.chunks == 60
+
+
+def test_ingest_records_the_cut(tmp_path: Path, write_notes: object) -> None:
+    from ragbrain.ingest import ingest
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for i, text in enumerate(notes(25)):
+        (folder / f"n{i}.md").write_text(text, encoding="utf-8")
+    store = Store.open(tmp_path / "store", BagOfWordsEmbeddings(), create=True)
+    ingest(folder, store)
+    record = store.offtopic_record()
+    assert record is not None
+    got = OffTopicCut.from_json(record)
+    assert got is not None and got.chunks == 25
+
+
+def run(
+    store: Store,
+    query: str,
+    level: str,
+    critic: object | None = None,
+    cut: OffTopicCut | None = None,
+) -> dict[str, object]:
+    cut = cut or OffTopicCut(0.5, 0.3, "test cut", "fake")
+    graph = build_graph(store, critic, offtopic=cut)  # type: ignore[arg-type]
+    return graph.invoke(
+        {"query": query, "type_filter": None},
+        context=RetrievalContext(abstain=level, gate_threshold=0.5),  # type: ignore[arg-type]
+    )
+
+
+def test_an_off_topic_question_gets_an_empty_answer_and_a_reason(fake_store: Store) -> None:
+    out = run(fake_store, "sourdough bread recipe with rye flour", "on")
+    assert out["documents"] == [] and out["answerable"] is False
+    reason = str(out["abstain_reason"])
+    assert reason.startswith("off-topic") and "test cut" in reason
+    assert reason in out["notes"][-1]  # type: ignore[index]
+
+
+def test_the_off_switch_hands_over_the_chunks(fake_store: Store) -> None:
+    out = run(fake_store, "sourdough bread recipe with rye flour", "off")
+    assert out["documents"] and out["answerable"] is True and out["abstain_reason"] is None
+
+
+def test_an_on_topic_question_is_answered_and_the_trace_says_why(fake_store: Store) -> None:
+    out = run(fake_store, "nightly backup s3 credentials expired", "on")
+    assert out["documents"] and out["answerable"] is True
+    assert "on topic: nearest distance" in out["notes"][-1]  # type: ignore[index]
+    for doc in out["documents"]:  # type: ignore[attr-defined]
+        assert RETRIEVAL_KEY in doc.metadata
+
+
+def test_the_strict_level_refuses_what_only_its_lower_cut_catches(fake_store: Store) -> None:
+    query = "nightly backup rotation policy for the archive"
+    nearest = float(run(fake_store, query, "off")["nearest_distance"])  # type: ignore[arg-type]
+    cut = OffTopicCut(nearest + 0.05, nearest - 0.05, "test cut", "fake")
+    on = run(fake_store, query, "on", OverlapCritic(), cut)
+    strict = run(fake_store, query, "strict", OverlapCritic(), cut)
+    assert on["answerable"] is True and on["documents"]
+    assert strict["answerable"] is False and "strict cut" in str(strict["abstain_reason"])
+    assert strict["documents"] == []
+
+
+@pytest.mark.parametrize(
+    ("given", "level"), [(True, "strict"), (False, "off"), ("on", "on"), ("strict", "strict")]
+)
+def test_the_context_reads_levels_and_bools(given: object, level: str) -> None:
+    assert RetrievalContext(abstain=given).abstain == level  # type: ignore[arg-type]
+
+
+def test_the_context_refuses_an_unknown_level() -> None:
+    with pytest.raises(InvalidInputError, match="abstain must be one of off, on, strict"):
+        RetrievalContext(abstain="sometimes")  # type: ignore[arg-type]
+
+
+def test_related_sets_are_never_each_others_off_topic_questions() -> None:
+    names = ["cmrc2018_ret", "cosqa", "drcd_ret", "nfcorpus", "scifact"]
+    assert offtopic_sources("scifact", names) == ["cmrc2018_ret", "cosqa", "drcd_ret"]
+    assert "cmrc2018_ret" not in offtopic_sources("drcd_ret", names)
+    assert offtopic_sources("cosqa", names) == ["cmrc2018_ret", "drcd_ret", "nfcorpus", "scifact"]
+
+
+def test_the_scenario_samples_each_set_and_adds_the_evaluation_bank() -> None:
+    queries = {"scifact": {f"s{i}": f"claim {i}" for i in range(10)}, "cosqa": {"c1": "sort"}}
+    questions = offtopic_questions("nfcorpus", queries, per_set=4, seed=1)
+    origins = [q.origin for q in questions]
+    assert origins.count("scifact") == 0  # related to nfcorpus
+    assert origins.count("cosqa") == 1 and origins.count("bank") == len(evaluation_bank())
+    again = offtopic_questions("arcd_ret", queries, per_set=4, seed=1)
+    assert [q.origin for q in again].count("scifact") == 4
+    assert again == offtopic_questions("arcd_ret", queries, per_set=4, seed=1)
+
+
+def test_the_evaluation_bank_is_apart_from_the_calibration_bank() -> None:
+    bank = evaluation_bank()
+    assert len(bank) >= 200
+    assert {q["lang"] for q in bank} >= {"en", "ja", "th", "zh-Hans", "zh-Hant", "ar"}
+    assert not {q["text"] for q in bank} & set(offtopic.bank())
+
+
+def test_offtopic_stats_counts_refusals_by_origin() -> None:
+    a, b, c = Question("1", "x", "bank"), Question("2", "y", "bank"), Question("3", "z", "cosqa")
+    stats = offtopic_stats({a: True, b: False, c: True}, {"q1": False, "q2": True})
+    assert stats.refused == pytest.approx(2 / 3)
+    assert stats.refused_by_origin == {"bank": 0.5, "cosqa": 1.0}
+    assert stats.false_refusal == 0.5 and (stats.offtopic, stats.answerable) == (3, 2)
+
+
+def test_test_queries_reads_only_the_judged_queries(tmp_path: Path) -> None:
+    folder = make_folder(tmp_path / "set")
+    assert sorted(judged_queries(folder)) == ["q1", "q2", "q3", "q4"]
