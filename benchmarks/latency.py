@@ -345,7 +345,10 @@ def mark(name):
     now = time.perf_counter(); out[name] = now - t0; t0 = now
 import ragbrain.cli; mark("import ragbrain.cli")
 from ragbrain.retriever import CorrectiveRetriever; mark("import the retriever")
-from ragbrain.models.embeddings import default_embeddings
+try:
+    from ragbrain.models.embeddings import default_embeddings
+except ImportError:  # a baseline tree from before the models/ package
+    from ragbrain.embeddings import default_embeddings
 embeddings = default_embeddings(); embeddings.embed_query("x"); mark("embedding model")
 from ragbrain.store import Store
 store = Store.open(sys.argv[1], embeddings); mark("Store.open (Chroma)")

@@ -1,11 +1,18 @@
 """How soon the MCP server answers its first `search` after the client's `initialize` returns.
 
-Spawns the real ``ragbrain mcp --store STORE`` over stdio with the official SDK's client,
-times ``initialize`` from the spawn, then the first ``search`` from the moment ``initialize``
-returned (the server loads its embedding model, critic and lexical index in a background
-thread from its start, so this is what a client waits for on top of the handshake). Each
-run is a fresh process; the store is the bundled sample notes embedded by the real model
-(cached after the first build).
+Spawns the server over stdio with the official SDK's client, times ``initialize`` from the
+spawn, then the first ``search`` from the moment ``initialize`` returned: what a client waits
+for on top of the handshake while the server loads its embedding model, critic and lexical
+index in a background thread. Two sides, alternating, each run a fresh process:
+
+- ``ragbrain mcp --store STORE``: the command as shipped (loading starts before the MCP SDK
+  is imported, as soon as the options are checked);
+- ``late``: the same service served with loading started only when the server starts
+  serving (``serve(RagbrainService(store))``: what ``ragbrain mcp`` did before).
+
+The store is the bundled sample notes embedded by the real model (cached after the first
+build). The machine's load average is printed with each run: on a shared machine it moves
+every figure.
 
     python -m benchmarks.mcp_first_search [--runs 5] [--store DIR]
 """
@@ -14,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import time
@@ -23,15 +31,24 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 QUERY = "Why did the nightly database backup fail?"
+LATE = (
+    "import sys; from ragbrain.mcp_server import RagbrainService, serve; "
+    "serve(RagbrainService(sys.argv[1]))"
+)
 
 
-async def one_run(store: Path) -> tuple[float, float]:
+def command(side: str, store: Path) -> StdioServerParameters:
+    """How each side's server is started."""
+    if side == "late":
+        return StdioServerParameters(command=sys.executable, args=["-c", LATE, str(store)])
+    ragbrain = str(Path(sys.executable).parent / "ragbrain")
+    return StdioServerParameters(command=ragbrain, args=["mcp", "--store", str(store)])
+
+
+async def one_run(params: StdioServerParameters) -> tuple[float, float]:
     """Seconds from spawn to ``initialize`` returning, and from then to the first answer."""
-    params = StdioServerParameters(
-        command=str(Path(sys.executable).parent / "ragbrain"), args=["mcp", "--store", str(store)]
-    )
     spawned = time.perf_counter()
-    with open("/dev/null", "w") as quiet:
+    with open(os.devnull, "w") as quiet:  # the SDK wants a text stream
         async with (
             stdio_client(params, errlog=quiet) as (read, write),
             ClientSession(read, write) as session,
@@ -46,7 +63,7 @@ async def one_run(store: Path) -> tuple[float, float]:
 
 
 def main() -> None:
-    """Run the measurement and print each run and the medians."""
+    """Run both sides in turn and print each run and the medians."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--store", type=Path, default=None)
@@ -56,16 +73,24 @@ def main() -> None:
         from benchmarks.mcp_speed import sample_store
 
         store = sample_store()
-    inits, firsts = [], []
+    sides = ("ragbrain mcp", "late")
+    times: dict[str, list[tuple[float, float]]] = {side: [] for side in sides}
     for run in range(args.runs):
-        init, first = asyncio.run(one_run(store))
-        inits.append(init)
-        firsts.append(first)
-        print(f"run {run + 1}: initialize {init:.2f} s after spawn, first search {first:.2f} s")
-    print(
-        f"median of {args.runs}: initialize {statistics.median(inits):.2f} s after spawn, "
-        f"first search {statistics.median(firsts):.2f} s after initialize"
-    )
+        for side in sides if run % 2 == 0 else sides[::-1]:
+            load = os.getloadavg()[0]
+            init, first = asyncio.run(one_run(command(side, store)))
+            times[side].append((init, first))
+            print(
+                f"run {run + 1} {side}: initialize {init:.2f} s after spawn, first search "
+                f"{first:.2f} s after initialize (load average {load:.1f})"
+            )
+    print("| side | spawn to initialize | initialize to first answer | spawn to first answer |")
+    print("|---|---:|---:|---:|")
+    for side, pairs in times.items():
+        init = statistics.median(i for i, _ in pairs)
+        first = statistics.median(f for _, f in pairs)
+        total = statistics.median(i + f for i, f in pairs)
+        print(f"| {side} | {init:.2f} s | {first:.2f} s | {total:.2f} s |")
 
 
 if __name__ == "__main__":

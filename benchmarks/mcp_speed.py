@@ -36,9 +36,18 @@ client. One subcommand each:
   resident memory (VmRSS, and the peak VmHWM) after their runs, and per-search p50/p95 of
   each case. Results: ``results/mcp_http.*``.
 
+- ``first-search``: how soon the server answers its first `search` after the client's
+  `initialize` returns. Spawns the real ``ragbrain mcp --store STORE`` over stdio, times
+  ``initialize`` from the spawn, then the first ``search`` from the moment ``initialize``
+  returned (the server loads its embedding model, critic and lexical index in a background
+  thread from its start, so this is what a client waits for on top of the handshake). Each run
+  is a fresh process; the store is the bundled sample notes (or ``--store``). Prints each run
+  and the medians.
+
     python -m benchmarks.mcp_speed roundtrip [--rounds 5] [--threads 1]
     python -m benchmarks.mcp_speed tools [--calls 100] [--remembers 10]
     python -m benchmarks.mcp_speed http [--clients 20] [--searches 20]
+    python -m benchmarks.mcp_speed first-search [--runs 5] [--store DIR]
 """
 
 from __future__ import annotations
@@ -53,6 +62,7 @@ import random
 import re
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -633,6 +643,46 @@ def http(args: argparse.Namespace) -> None:
     save("mcp_http", payload, table)
 
 
+# --- first-search: the first answer after the handshake --------------------------------------
+
+FIRST_QUERY = "Why did the nightly database backup fail?"
+
+
+async def first_search_run(store: Path) -> tuple[float, float]:
+    """Seconds from spawn to ``initialize`` returning, and from then to the first answer."""
+    params = StdioServerParameters(
+        command=str(Path(sys.executable).parent / "ragbrain"), args=["mcp", "--store", str(store)]
+    )
+    spawned = time.perf_counter()
+    with open("/dev/null", "w") as quiet:
+        async with (
+            stdio_client(params, errlog=quiet) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            ready = time.perf_counter()
+            result = await session.call_tool("search", {"query": FIRST_QUERY})
+            answered = time.perf_counter()
+            if result.is_error:
+                raise RuntimeError(f"search failed: {result.content}")
+    return ready - spawned, answered - ready
+
+
+def first_search(args: argparse.Namespace) -> None:
+    """Run the measurement and print each run and the medians."""
+    store = args.store if args.store is not None else sample_store()
+    inits, firsts = [], []
+    for run in range(args.runs):
+        init, first = asyncio.run(first_search_run(store))
+        inits.append(init)
+        firsts.append(first)
+        print(f"run {run + 1}: initialize {init:.2f} s after spawn, first search {first:.2f} s")
+    print(
+        f"median of {args.runs}: initialize {statistics.median(inits):.2f} s after spawn, "
+        f"first search {statistics.median(firsts):.2f} s after initialize"
+    )
+
+
 def main() -> None:
     """Parse the subcommand and run its measurement."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -649,6 +699,10 @@ def main() -> None:
     three.add_argument("--clients", type=int, default=20)
     three.add_argument("--searches", type=int, default=20, help="Searches per client.")
     three.set_defaults(run=http)
+    four = commands.add_parser("first-search", help="the first answer after initialize")
+    four.add_argument("--runs", type=int, default=5)
+    four.add_argument("--store", type=Path, default=None, help="Default: the sample notes.")
+    four.set_defaults(run=first_search)
     args = parser.parse_args()
     args.run(args)
 

@@ -7,6 +7,7 @@ import contextlib
 import ctypes
 import ctypes.util
 import importlib
+import importlib.util
 import os
 import re
 import tempfile
@@ -74,11 +75,28 @@ def require(
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        package = module.partition(".")[0]
-        way_out = fix or f"pip install 'ragbrain[{extra}]'"
-        raise MissingExtraError(
-            f"{feature} needs {package}, which is not installed: {way_out}"
-        ) from exc
+        raise _missing(module, feature, extra, fix) from exc
+
+
+def installed(module: str, *, feature: str, extra: str) -> None:
+    """Check that ``module`` can be imported for ``feature``, without importing it (a large
+    package takes a second to import, which can then be spent elsewhere).
+
+    Raises:
+        MissingExtraError: ``module`` is not installed (the message names the extra).
+    """
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        raise _missing(module, feature, extra, None)
+
+
+def _missing(module: str, feature: str, extra: str | None, fix: str | None) -> MissingExtraError:
+    package = module.partition(".")[0]
+    way_out = fix or f"pip install 'ragbrain[{extra}]'"
+    return MissingExtraError(f"{feature} needs {package}, which is not installed: {way_out}")
 
 
 # --- Making stored text safe to show: control characters removed, length capped.

@@ -131,3 +131,31 @@ def check_policy(policy: object, where: str) -> None:
         f"{where}: policy must be a ragbrain.StorePolicy (deadline, retries) or None; "
         f"got {describe(policy)}."
     )
+
+
+def check_graph_inputs(store: object, lexical: object) -> None:
+    """``build_graph``'s store and lexical index, checked by what the graph calls (this module
+    imports no store code): a store has ``gate_threshold``, a lexical searcher ``index``.
+
+    Raises:
+        WrongTypeError: A folder, a LangChain vector store or anything else that is not an
+            opened store; a lexical index of another kind.
+    """
+    if not callable(getattr(store, "gate_threshold", None)) or _is_vectorstore(store):
+        if isinstance(store, str | os.PathLike):
+            hint = " For a store folder, use ragbrain.open_graph(path)."
+        elif _is_vectorstore(store):
+            hint = " For a LangChain vector store, use CorrectiveRetriever.from_vectorstore(it)."
+        else:
+            hint = ""
+        raise WrongTypeError(
+            "build_graph: store must be an opened ragbrain Store (ragbrain.Store.open(path)); "
+            f"got {describe(store)}.{hint}"
+        )
+    # A searcher's ``index`` is its current index (a property); a string's is a method.
+    index = getattr(lexical, "index", None)
+    if lexical is not None and (index is None or callable(index)):
+        raise WrongTypeError(
+            "build_graph: lexical must be None or a ragbrain.lexical.LexicalSearcher(store); "
+            f"got {describe(lexical)}."
+        )

@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
-from ragbrain.critic import Critic, TransformerCritic, default_critic_path
-from ragbrain.errors import CriticLoadError, StoreNotFoundError
+from ragbrain.checks import (
+    check_critic_choice,
+    check_embeddings,
+    check_flag,
+    check_location,
+    check_one_of,
+    check_policy,
+    describe,
+)
+from ragbrain.critic.choice import ON_CRITIC_ERROR, CriticChoice, OnCriticError, resolve_critic
+from ragbrain.errors import StoreNotFoundError, WrongTypeError
 from ragbrain.graph import build_graph
 from ragbrain.paths import cache_root, default_store_path, sample_notes
 from ragbrain.store import Store
@@ -20,33 +29,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-CriticChoice = Critic | str | Path | None
-OnCriticError = Literal["raise", "disable"]
-
-
-def resolve_critic(
-    choice: CriticChoice, on_error: OnCriticError = "raise"
-) -> tuple[Critic | None, str]:
-    """Turn a critic choice into a critic (or None) and the reason the trace gives when off.
-
-    ``"default"`` is the critic that ships with the package; a path loads a critic folder;
-    ``None`` turns the critic off. ``on_error="disable"`` runs without a critic (logged once,
-    marked in the trace) instead of raising ``CriticLoadError``.
-    """
-    if choice is None:
-        return None, "disabled by the caller"
-    if not isinstance(choice, str | Path):
-        return choice, ""
-    folder = default_critic_path() if choice == "default" else Path(choice)
-    if choice == "default" and not folder.is_dir():
-        return None, "no trained default critic is installed"
-    try:
-        return TransformerCritic(folder), ""
-    except CriticLoadError as exc:
-        if on_error == "raise":
-            raise
-        log.warning("Running with the critic off: %s", exc)
-        return None, f"failed to load ({exc})"
+__all__ = [
+    "CriticChoice",
+    "OnCriticError",
+    "default_graph",
+    "open_graph",
+    "open_store_and_graph",
+    "resolve_critic",
+]
 
 
 def open_graph(
@@ -94,6 +84,17 @@ def open_store_and_graph(
     Raises:
         StoreNotFoundError, StoreMismatchError, StoreUnavailableError, CriticLoadError.
     """
+    where = "open_graph"
+    check_location(path, where)
+    check_embeddings(embeddings, where)
+    check_critic_choice(critic, where)
+    check_one_of(on_critic_error, ON_CRITIC_ERROR, "on_critic_error", where)
+    check_flag(convert_space, "convert_space", where)
+    check_policy(policy, where)
+    if server is not None and not isinstance(server, str):
+        raise WrongTypeError(
+            f"{where}: server must be a URL, http://HOST:PORT; got {describe(server)}."
+        )
     store = Store.open(path, embeddings, convert_space=convert_space, server=server, policy=policy)
     chosen, off_reason = resolve_critic(critic, on_critic_error)
     from ragbrain.lexical.sync import LexicalSearcher

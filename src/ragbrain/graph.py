@@ -7,7 +7,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
+from ragbrain.checks import check_graph_inputs
 from ragbrain.context import RetrievalContext
+from ragbrain.critic.choice import graph_critic
 from ragbrain.gates import store_gate
 from ragbrain.nodes.critic import bind_critic, make_critic_filter
 from ragbrain.nodes.depth import choose_depth
@@ -18,6 +20,8 @@ from ragbrain.refusal.offtopic import OffTopicCut, store_cut
 from ragbrain.state import RetrievalInput, RetrievalOutput, RetrievalState
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ragbrain.critic.base import Critic
     from ragbrain.lexical.sync import LexicalSearcher
     from ragbrain.store import Store
@@ -27,7 +31,7 @@ Graph = CompiledStateGraph[RetrievalState, RetrievalContext, RetrievalInput, Ret
 
 def build_graph(
     store: Store,
-    critic: Critic | None = None,
+    critic: Critic | str | Path | None = None,
     *,
     critic_off_reason: str = "no critic configured",
     lexical: LexicalSearcher | None = None,
@@ -40,7 +44,8 @@ def build_graph(
 
     Args:
         store: The opened store the searches read; its gate threshold is resolved here, once.
-        critic: Scores chunks in ``critic_filter``; None keeps every chunk and says so. A
+        critic: Scores chunks in ``critic_filter``; None keeps every chunk and says so;
+            ``"default"`` (the shipped critic) or a critic folder is loaded here. A
             ``TransformerCritic`` is bound to the store's embedding model (``bind_critic``).
         critic_off_reason: What the trace says when ``critic`` is None.
         lexical: The store's lexical index (``ragbrain.lexical.LexicalSearcher``), for hybrid
@@ -52,7 +57,13 @@ def build_graph(
     Returns:
         The compiled graph. Invoke it with ``{"query": ..., "type_filter": ...}`` and
         ``context=RetrievalContext(...)``.
+
+    Raises:
+        WrongTypeError: ``store``, ``critic`` or ``lexical`` of a kind it does not take.
+        CriticLoadError: ``critic`` names a folder (or the shipped critic) that cannot load.
     """
+    check_graph_inputs(store, lexical)
+    critic, critic_off_reason = graph_critic(critic, critic_off_reason)
     gate = GateSetting(*store_gate(store), lexical=lexical is not None)
     bound = bind_critic(critic, store) if critic is not None else None
     cut = store_cut(store) if offtopic == "store" else offtopic
@@ -78,3 +89,4 @@ def build_graph(
     builder.add_edge("fallback_search", "critic_filter")
     builder.add_edge("critic_filter", END)
     return builder.compile(name="ragbrain")
+

@@ -94,7 +94,7 @@ def print_run(query: str, output: RetrievalOutput, console: Console, *, width: i
             soft_wrap=True,
         )
     elif not run["documents"]:
-        console.print("  [yellow]no chunks returned[/]")
+        console.print("  no chunks returned", style="yellow", markup=False)
     for rank, doc in enumerate(run["documents"], start=1):
         score = doc["critic_score"]
         text = " ".join(doc["text"].split())

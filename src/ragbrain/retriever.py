@@ -16,14 +16,16 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from pydantic import ConfigDict, Field
 
+from ragbrain.checks import check_embeddings, describe
 from ragbrain.context import RetrievalContext
-from ragbrain.errors import InvalidInputError
+from ragbrain.errors import InvalidInputError, WrongTypeError
 from ragbrain.factory import CriticChoice, OnCriticError, open_store_and_graph
 from ragbrain.query.filters import Filters
 from ragbrain.query.inputs import check_k, check_query, check_types
 from ragbrain.query.typematch import unknown_types
-from ragbrain.state import RetrievalInput, RetrievalOutput
+from ragbrain.state import RETRIEVAL_KEY, RetrievalInput, RetrievalOutput
 from ragbrain.store.resilience import StorePolicy
+from ragbrain.store.view import STORED_METADATA, restore_metadata
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -67,9 +69,23 @@ class CorrectiveRetriever(BaseRetriever):
         description="Returns the store's note types (``Store.known_types``), for "
         "``unknown_types``.",
     )
+    store_notes: list[str] = Field(
+        default_factory=list,
+        exclude=True,
+        description="Lines about the store that ``run`` puts first in every run's notes (a "
+        "wrapped vector store's distances, gate and what it lacks).",
+    )
 
     def model_post_init(self, context: Any, /) -> None:
         """Validate the instance's own settings at construction, not at the first query."""
+        if not callable(getattr(self.graph, "invoke", None)):
+            hint = (
+                " Build one with ragbrain.build_graph(store), or use "
+                "CorrectiveRetriever.from_store(path) / from_vectorstore(vectorstore)."
+            )
+            raise WrongTypeError(
+                f"graph must be a compiled ragbrain graph; got {describe(self.graph)}.{hint}"
+            )
         check_k(self.k)
         check_types(self.type_filter)
         Filters.parse(self.filters)
@@ -117,6 +133,70 @@ class CorrectiveRetriever(BaseRetriever):
         return cls(graph=graph, **fields)
 
     @classmethod
+    def from_vectorstore(
+        cls,
+        vectorstore: Any,
+        *,
+        embeddings: Embeddings | None = None,
+        critic: CriticChoice = "default",
+        on_critic_error: OnCriticError = "raise",
+        type_key: str = "type",
+        source_key: str = "source",
+        policy: StorePolicy | None = None,
+        progress: Callable[[int, int], None] | None = None,
+        **fields: Any,
+    ) -> CorrectiveRetriever:
+        """The retriever over a LangChain app's own ``langchain_chroma.Chroma``, in one line.
+
+        The whole pipeline runs on the caller's collection (any name; distance space cosine,
+        l2 or ip), through the vector store's own Chroma client: cosine distances whatever
+        the space, hybrid search with a BM25 index built once from the collection's texts
+        (cached, and kept in step as the collection changes), the gate shipped for a known
+        model (else calibrated on the collection once), and the critic. ragbrain never
+        writes to the collection. ``run`` notes say how the collection was read.
+
+        Args:
+            vectorstore: A ``langchain_chroma.Chroma``.
+            embeddings: The model that embeds queries; None: the vector store's own.
+            critic: As in ``from_store``; off for a collection without stored texts.
+            on_critic_error: ``"raise"`` a ``CriticLoadError`` or ``"disable"`` the critic.
+            type_key: The metadata key that holds a chunk's note type (``type_filter``).
+            source_key: The metadata key that holds its source (path filters).
+            policy: Deadline and retries of every store call (``StorePolicy``).
+            progress: Called with (chunks read, chunks in all) while the lexical index is
+                built the first time.
+            **fields: ``context``, ``k``, ``type_filter`` and other retriever fields.
+
+        Raises:
+            WrongTypeError: Another kind of vector store (the message says what is supported),
+                or another argument of the wrong type.
+            StoreMismatchError: A distance space or vectors ragbrain cannot read as cosine
+                distances, or ``embeddings`` of another dimension than the collection's.
+            StoreNotFoundError: The vector store's collection was deleted.
+            CriticLoadError: The critic cannot be loaded (``on_critic_error="raise"``).
+        """
+        from ragbrain.vectorstores.wrap import open_vectorstore_graph
+
+        check_embeddings(embeddings, "from_vectorstore")
+        context = fields.get("context")
+        store, graph, notes = open_vectorstore_graph(
+            vectorstore,
+            embeddings=embeddings,
+            critic=critic,
+            on_critic_error=on_critic_error,
+            type_key=type_key,
+            source_key=source_key,
+            policy=policy,
+            progress=progress,
+            calibrate=not (
+                isinstance(context, RetrievalContext) and context.gate_threshold is not None
+            ),
+        )
+        fields.setdefault("known_types", store.known_types)
+        fields.setdefault("store_notes", notes)
+        return cls(graph=graph, **fields)
+
+    @classmethod
     def from_server(cls, url: str, **kwargs: Any) -> CorrectiveRetriever:
         """``from_store(server=url, ...)``: the retriever over a Chroma server (``chroma run``).
 
@@ -150,7 +230,7 @@ class CorrectiveRetriever(BaseRetriever):
     ) -> list[Document]:
         payload, context = self._prepare(query, kwargs)
         output = self.graph.invoke(payload, config=_child_config(run_manager), context=context)
-        return list(output["documents"])
+        return _as_stored(output["documents"])
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
@@ -159,7 +239,7 @@ class CorrectiveRetriever(BaseRetriever):
         output = await self.graph.ainvoke(
             payload, config=_child_config(run_manager), context=context
         )
-        return list(output["documents"])
+        return _as_stored(output["documents"])
 
     def run(self, query: str, **kwargs: Any) -> RetrievalOutput:
         """Run the graph and return everything it decided, not only the documents.
@@ -170,6 +250,9 @@ class CorrectiveRetriever(BaseRetriever):
         """
         payload, context = self._prepare(query, kwargs)
         output: RetrievalOutput = self.graph.invoke(payload, context=context)
+        output["documents"] = _as_stored(output["documents"])
+        if self.store_notes:
+            output["notes"] = [*self.store_notes, *output["notes"]]
         return output
 
     def unknown_types(self, types: Sequence[str] | None) -> list[tuple[str, list[str]]]:
@@ -179,6 +262,18 @@ class CorrectiveRetriever(BaseRetriever):
         if not types or self.known_types is None:
             return []
         return unknown_types(list(types), self.known_types())
+
+
+def _as_stored(documents: Sequence[Document]) -> list[Document]:
+    """The documents with the metadata their collection stores: a wrapped collection's
+    chunks reach the graph with ragbrain's ``type`` and ``source`` keys mapped onto theirs
+    (``ragbrain.store.view``); the caller gets its own metadata back, with the trace."""
+    return [
+        doc.model_copy(update={"metadata": restore_metadata(doc.metadata, (RETRIEVAL_KEY,))})
+        if STORED_METADATA in doc.metadata
+        else doc
+        for doc in documents
+    ]
 
 
 def _child_config(

@@ -52,8 +52,10 @@ class RetrievalOutput(TypedDict):
     abstain_reason: str | None
     # BM25's best hit over the most the query can score (hybrid search; None otherwise).
     bm25_coverage: NotRequired[float | None]
-    # The first search's best dense cosine distance: off-topic refusal's evidence.
+    # The searches' best dense cosine distance: off-topic refusal's evidence.
     nearest_distance: NotRequired[float | None]
+    # How much of the query BM25's best chunk holds, by rarity (hybrid search only).
+    lexical_support: NotRequired[float | None]
     notes: list[str]
 
 
@@ -71,8 +73,10 @@ class RetrievalState(TypedDict):
     hits: list[Hit]
     # BM25's best hit over the query's IDF sum (hybrid search only): abstention's lexical side.
     bm25_coverage: NotRequired[float | None]
-    # The first search's best dense cosine distance (the fused hits may not hold it).
+    # The searches' best dense cosine distance (the fused hits may not hold it) ...
     nearest_distance: NotRequired[float | None]
+    # ... and how much of the query BM25's best chunk holds, by rarity (off-topic refusal).
+    lexical_support: NotRequired[float | None]
     best_distance: float | None
     gate: float
     verdict: Verdict

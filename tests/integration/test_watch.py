@@ -320,6 +320,27 @@ def test_changes_keep_what_ingest_keeps(
     assert contents(fake_store) == contents(clean)
 
 
+def test_a_watched_subfolder_of_an_ingested_root_keeps_one_source(
+    notes_dir: Path, fake_store: Store
+) -> None:
+    """Watching bug/ of an ingested folder stores its notes under that folder (bug/x.md, not
+    x.md), prunes only under bug/, and takes --exclude relative to bug/."""
+    before = contents(fake_store)
+    watcher = Watcher([notes_dir / "bug"], fake_store, exclude=["/backup.md"])
+    (report,) = watcher.initial()
+    assert report.root == notes_dir
+    assert {s for _, s in contents(fake_store).values()} == set(NOTES) - {"bug/backup.md"}
+    (notes_dir / "bug/new.md").write_text("# New bug\n\nThe zeppelin broke.")
+    (notes_dir / "bug/cache.md").unlink()
+    (update,) = watcher.apply([notes_dir / "bug/new.md", notes_dir / "bug/cache.md"])
+    assert sorted(c.source for c in update.changes) == ["bug/cache.md", "bug/new.md"]
+    assert {s for _, s in contents(fake_store).values()} == (
+        set(NOTES) - {"bug/backup.md", "bug/cache.md"}
+    ) | {"bug/new.md"}
+    kept = {k: v for k, v in before.items() if not v[1].startswith("bug/")}
+    assert {k: v for k, v in contents(fake_store).items() if not v[1].startswith("bug/")} == kept
+
+
 def test_an_excluded_file_changing_writes_nothing(notes_dir: Path, fake_store: Store) -> None:
     watcher = Watcher([notes_dir], fake_store, exclude=["bug/cache.md"])
     watcher.initial()

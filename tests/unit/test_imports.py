@@ -143,3 +143,9 @@ def test_the_runtime_never_imports_training_or_evaluation() -> None:
         for name in runtime
     }
     assert {name: found for name, found in reaching.items() if found} == {}
+
+
+def test_the_top_floor_shows_the_architecture() -> None:
+    """At most 15 modules directly under the package: the rest live in named packages."""
+    top = sorted(p.name for p in SRC.glob("*.py"))
+    assert len(top) <= 15, top

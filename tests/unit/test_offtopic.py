@@ -288,3 +288,28 @@ def test_offtopic_stats_counts_refusals_by_origin() -> None:
 def test_test_queries_reads_only_the_judged_queries(tmp_path: Path) -> None:
     folder = make_folder(tmp_path / "set")
     assert sorted(judged_queries(folder)) == ["q1", "q2", "q3", "q4"]
+
+
+def test_lexical_support_weighs_rare_words_and_counts_unseen_ones_as_rarest(
+    fake_store: Store,
+) -> None:
+    from ragbrain.lexical.sync import sync_lexical
+
+    index = sync_lexical(fake_store)
+    query = "nightly backup credentials"
+    hits = [h.id for h in index.search(query, 10)]
+    full = offtopic.lexical_support(index, query, hits)
+    assert full is not None and full > 0.9  # one note holds every word
+    # A word no note holds weighs as the rarest: it takes most of the share away.
+    diluted = offtopic.lexical_support(index, f"{query} mongolia", hits)
+    assert diluted is not None and diluted < full * 0.8
+    assert offtopic.lexical_support(index, "zebra mongolia", []) == 0.0
+    assert offtopic.lexical_support(index, "?!", hits) is None
+
+
+def test_a_far_question_whose_rare_words_one_chunk_holds_is_answered() -> None:
+    cut = OffTopicCut(0.5, 0.4, "test cut", MINILM, {"latin": 1.0}, support=0.6)
+    assert refusal_reason("breast cancer", 0.7, cut, support=0.9) is None
+    reason = refusal_reason("breast cancer", 0.7, cut, support=0.3)
+    assert reason is not None and "rare words (0.30)" in reason
+    assert refusal_reason("breast cancer", 0.7, cut) is not None  # no lexical search: no rescue

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from ragbrain.errors import InvalidInputError
 
@@ -22,8 +23,10 @@ app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode=None,  # help texts say [default: ...] literally; it is not markup
 )
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
+# Nothing printed is Rich markup: paths, notes and messages are printed as they are (a
+# `[mcp]` or a `/tmp/x[y]/store` stays whole); styles are passed as `style=` or `Text`.
+out = Console(soft_wrap=True, markup=False)
+err = Console(stderr=True, soft_wrap=True, markup=False)
 
 StoreOption = Annotated[
     Path | None,
@@ -54,5 +57,5 @@ ConvertSpaceOption = Annotated[
 
 def fail(exc: Exception) -> typer.Exit:
     """Print ``exc`` as one line on stderr; exit 2 for bad input, 1 otherwise."""
-    err.print(f"[red]error:[/] {exc}", highlight=False)
+    err.print(Text("error:", style="red"), str(exc), highlight=False)
     return typer.Exit(2 if isinstance(exc, InvalidInputError | FileNotFoundError) else 1)

@@ -41,12 +41,6 @@ SCENARIOS: list[tuple[str, str, dict[str, Any]]] = [
         {},
     ),
     (
-        "Off-topic: the notes are not about this at all, so the answer is empty and the "
-        "trace says why (--abstain off would hand chunks over anyway).",
-        "What is a good recipe for sourdough bread?",
-        {},
-    ),
-    (
         "A Japanese question in other words than its note (夜中にデータベース接続が切れる): "
         "multilingual-e5-small finds it by meaning.",
         "深夜にDBとの通信が途絶えるのはなぜ？",
@@ -83,7 +77,7 @@ def run_demo(out: Console, err: Console, store_path: Path | None = None) -> None
         retriever = CorrectiveRetriever.from_store(folder)
         for caption, query, kwargs in SCENARIOS:
             out.print(Rule(style="dim"))
-            out.print(f"[cyan]{caption}[/]")
+            out.print(caption, style="cyan")
             if kwargs:
                 out.print(f"  with {kwargs}", highlight=False)
             print_run(query, retriever.run(query, **kwargs), out)

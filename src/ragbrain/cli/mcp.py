@@ -67,14 +67,15 @@ def mcp(
 ) -> None:
     """Serve search, get, remember, ingest and stats to AI coding agents over MCP (stdio).
 
-    stdout carries only protocol messages; logs go to stderr. The models load once, in the
-    background as the server starts; a call that arrives earlier waits for them.
+    stdout carries only protocol messages; logs go to stderr. The models load once, in a
+    background thread started before the MCP SDK is even imported, so they load while the
+    client connects and initializes; a call that arrives earlier waits for them.
     """
     import logging
 
     try:
-        from ragbrain.mcp_server import RagbrainService, serve
-        from ragbrain.mcp_server.http import check_bind, serve_http
+        from ragbrain.mcp_server import RagbrainService
+        from ragbrain.mcp_server.http import check_bind
     except RagbrainError as exc:  # the [mcp] extra is not installed
         raise fail(exc) from exc
 
@@ -100,6 +101,11 @@ def mcp(
     except RagbrainError as exc:
         raise fail(exc) from exc
     if bind is None:
+        service.start_loading()  # while the SDK imports and the client initializes
+        from ragbrain.mcp_server.server import serve
+
         serve(service)
     else:
+        from ragbrain.mcp_server.http import serve_http
+
         serve_http(service, bind)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -22,6 +22,9 @@ from ragbrain.cli.common import (
 from ragbrain.cli.opening import _open_for_writing
 from ragbrain.cli.reembed import _re_embed
 from ragbrain.errors import RagbrainError
+
+if TYPE_CHECKING:
+    from ragbrain.ingest import IngestReport
 
 ExcludeOption = Annotated[
     list[str] | None,
@@ -78,8 +81,13 @@ def ingest(
         ),
     ] = False,
 ) -> None:
-    """Add, update and (with --prune, the default) remove notes in the store."""
+    """Add, update and (with --prune, the default) remove notes in the store.
+
+    A folder or file inside a folder already ingested is stored under that folder (one
+    source per file). Ctrl-C stops after saying what was written; the same command resumes.
+    """
     from ragbrain._util import progress_reporter
+    from ragbrain.ingest import IngestInterrupted
     from ragbrain.ingest import ingest as run_ingest
     from ragbrain.ingest.ignore import IgnoreRules
     from ragbrain.store.connect import check_location
@@ -114,9 +122,66 @@ def ingest(
 
             shutil.rmtree(folder, ignore_errors=True)
         raise fail(exc) from exc
+    except (IngestInterrupted, KeyboardInterrupt) as stop:
+        written = stop.report if isinstance(stop, IngestInterrupted) else None
+        if written is not None:
+            _say_report(written)
+        again = ["ingest", str(path), *_options(store, server, type_, prune, exclude, include)]
+        raise interrupted(written, again) from None
+    _say_report(report)
+    out.print(f"{report.summary()} -> {opened.location}", highlight=False)
+
+
+def _say_report(report: IngestReport) -> None:
+    """The skipped files and the link-list warning, once each, on stderr."""
     for skipped in report.skipped:
         err.print(f"skipped {skipped.path}: {skipped.reason}", style="yellow", highlight=False)
-    out.print(f"{report.summary()} -> {opened.location}", highlight=False)
+    warning = report.link_list_warning()
+    if warning:
+        err.print(f"warning: {warning}", style="yellow", highlight=False)
+
+
+def _options(
+    store: Path | None,
+    server: str | None,
+    type_: str | None,
+    prune: bool,
+    exclude: list[str] | None,
+    include: list[str] | None,
+) -> list[str]:
+    """The options of an ingest or watch, as the command line takes them again."""
+    options = [] if store is None else ["--store", str(store)]
+    options += [] if server is None else ["--server", server]
+    options += [] if type_ is None else ["--type", type_]
+    options += [] if prune else ["--no-prune"]
+    for pattern in exclude or ():
+        options += ["--exclude", pattern]
+    for pattern in include or ():
+        options += ["--include", pattern]
+    return options
+
+
+def interrupted(report: IngestReport | None, again: list[str]) -> typer.Exit:
+    """Say what an ingest stopped by Ctrl-C wrote and how to finish it (run ``again``, the
+    same command); exit 130."""
+    import shlex
+
+    command = shlex.join(["ragbrain", *again])
+    if report is None:
+        done = "interrupted; anything written stays in the store"
+    else:
+        done = (
+            f"interrupted: {report.added} new chunks written, nothing deleted (the store keeps "
+            "what it had; its BM25 index matches what was written, and queries note the "
+            "unfinished ingest until it is finished)"
+        )
+    err.print(
+        f"{done}. Run the same command again to finish (unchanged chunks are not embedded "
+        f"again): {command}",
+        style="yellow",
+        highlight=False,
+    )
+    return typer.Exit(130)
 
 
 @app.command()
@@ -141,6 +206,7 @@ def watch(
     import signal
 
     from ragbrain._util import progress_reporter
+    from ragbrain.ingest import IngestInterrupted
     from ragbrain.ingest.ignore import IgnoreRules
     from ragbrain.ingest.watch import Watcher
 
@@ -168,9 +234,18 @@ def watch(
             reports = watcher.initial(progress)
     except (RagbrainError, FileNotFoundError) as exc:
         raise fail(exc) from exc
+    except (IngestInterrupted, KeyboardInterrupt) as halted:
+        stopped = halted.report if isinstance(halted, IngestInterrupted) else None
+        if stopped is not None:
+            _say_report(stopped)
+        again = [
+            "watch",
+            *map(str, paths),
+            *_options(store, server, type_, prune, exclude, include),
+        ]
+        raise interrupted(stopped, again) from None
     for report in reports:
-        for skipped in report.skipped:
-            err.print(f"skipped {skipped.path}: {skipped.reason}", style="yellow", highlight=False)
+        _say_report(report)
         out.print(f"{report.root}: {report.summary()} -> {opened.location}", highlight=False)
 
     def stop(signum: int, frame: object) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.text import Text
 
 from ragbrain.cli.common import ServerOption, StoreOption, app, err, fail, out
 from ragbrain.errors import RagbrainError
@@ -130,19 +131,35 @@ def doctor(
     store: StoreOption = None,
     server: ServerOption = None,
     sample: Annotated[int, typer.Option(help="Chunks to test for self-retrieval.")] = 20,
+    fix: Annotated[
+        bool,
+        typer.Option(
+            "--fix",
+            help="First repair in place what can be: merge roots that lie inside others "
+            "(dropping files stored twice), write back chunks no search reaches, bring the "
+            "lexical index in step.",
+        ),
+    ] = False,
 ) -> None:
-    """Check a store: space, dimension, model, counts, self-retrieval, lexical index."""
+    """Check a store: space, dimension, model, counts, roots, self-retrieval, lexical index."""
     from ragbrain.doctor import diagnose
     from ragbrain.store.resilience import StorePolicy
 
     try:
         policy = StorePolicy.from_env()
+        if fix:
+            from ragbrain.doctor.sources import repair
+            from ragbrain.store import Store
+
+            done = repair(Store.open(store, None, server=server, policy=policy))
+            for line in done or ["nothing to repair"]:
+                out.print(f"fixed: {line}", highlight=False, markup=False)
         findings = diagnose(store, server=server, store_model=True, policy=policy, sample=sample)
     except RagbrainError as exc:
         raise fail(exc) from exc
     for finding in findings:
-        mark = "[green]ok[/]     " if finding.ok else "[red]problem[/]"
-        out.print(f"{mark} {finding.check}: {finding.message}", highlight=False)
+        mark = Text("ok     ", style="green") if finding.ok else Text("problem", style="red")
+        out.print(mark, f" {finding.check}: {finding.message}", sep="", highlight=False)
         if finding.fix:
             out.print(f"        fix: {finding.fix}", highlight=False)
     problems = sum(not f.ok for f in findings)

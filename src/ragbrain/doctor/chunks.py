@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragbrain.doctor.finding import Finding
+from ragbrain.ingest.ignore import ignore_line
 from ragbrain.ingest.linklists import LinkStats, link_stats
 from ragbrain.lexical.tokens import detect_language
 from ragbrain.store.resilience import StorePolicy, call
@@ -133,7 +134,8 @@ def check_link_lists(metadatas: dict[str, dict[str, Any]]) -> Finding:
         return Finding("link lists", True, "no file is mostly links")
     named = ", ".join(f"{source} ({chunks[(root, source)]} chunks)" for root, source in lists[:5])
     lines = "; ".join(
-        f"add the line `/{source}` to {Path(root) / '.ragbrainignore'}" for root, source in lists
+        f"add the line `{ignore_line(source)}` to {Path(root) / '.ragbrainignore'}"
+        for root, source in lists
     )
     roots = " ".join(sorted({root for root, _ in lists}))
     return Finding(

@@ -14,6 +14,7 @@ from ragbrain.doctor.chunks import (
 )
 from ragbrain.doctor.finding import Finding
 from ragbrain.doctor.lexical import check_lexical
+from ragbrain.doctor.sources import check_sources
 from ragbrain.doctor.vectors import (
     check_dimension,
     check_reach,
@@ -23,6 +24,7 @@ from ragbrain.doctor.vectors import (
 from ragbrain.errors import StoreNotFoundError, StoreUnavailableError
 from ragbrain.models.embeddings import DEFAULT_EMBEDDING_MODEL, EMBEDDING_CHOICES, embeddings_for
 from ragbrain.store import COLLECTION, MODEL_KEY, connect
+from ragbrain.store.ledger import parse
 from ragbrain.store.resilience import StorePolicy, call
 
 if TYPE_CHECKING:
@@ -42,7 +44,8 @@ def diagnose(
 
     Checks: it can be reached; its distance space; the dimension and model recorded at
     creation against the vectors and against ``embeddings`` (the model queries will use);
-    the chunk counts and metadata (no two chunks claim one place in one file); that a sample
+    the chunk counts and metadata (no two chunks claim one place in one file); no root
+    inside another and no file under two sources (``doctor.sources``); that a sample
     of chunks finds itself first when its text is searched, and every chunk when its stored
     vector is; the lexical index, when there is one, holds exactly the store's chunks.
 
@@ -74,6 +77,8 @@ def diagnose(
     findings += dim_findings
     metadatas, count_findings = check_chunks(collection, policy)
     findings += count_findings
+    if metadatas:
+        findings += check_sources(metadatas, parse(collection.metadata).roots, hint)
     if recorded == DEFAULT_EMBEDDING_MODEL and metadatas:
         findings.append(check_languages(metadatas, hint))
     if embeddings is not None and dimension_ok and metadatas:

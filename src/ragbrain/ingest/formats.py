@@ -1,6 +1,6 @@
 """Reading PDF, HTML and Word files into text: one loader per format, libraries from an extra.
 
-The libraries were chosen by measurement (``benchmarks/format_choice.py``, see
+The libraries were chosen by measurement (docs/decisions/format-libraries.md, see
 docs/formats-and-watch.md): pypdfium2 for PDF, selectolax for HTML, python-docx for .docx.
 A missing library is a reason to skip the file that names the install command.
 """

@@ -2,9 +2,9 @@
 
 multilingual-e5-small reads Japanese, Thai, Chinese and Arabic where all-MiniLM-L6-v2 reads
 noise (dense nDCG@10 0.93 against 0.03 on iApp Thai), and is within noise of it on English
-(benchmarks/results/e5_quality*.md); MiniLM embeds several times faster. So a new store of
-English notes gets MiniLM, and one where at least ``FOREIGN_SHARE`` of the notes are mainly in
-another language gets e5-small. An existing store always keeps its model.
+(docs/decisions/e5-small-for-non-english-notes.md); MiniLM embeds several times faster. So a
+new store of English notes gets MiniLM, and one where at least ``FOREIGN_SHARE`` of the notes
+are mainly in another language gets e5-small. An existing store always keeps its model.
 """
 
 from __future__ import annotations

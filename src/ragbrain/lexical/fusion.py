@@ -8,7 +8,7 @@ its own best hit, so a BM25 list that matches little of the query counts little:
 search (CoSQA: web questions against Python functions) BM25's best hit holds a third of the
 query's score, on the QA sets most of it. Compared leave-one-domain-out with reciprocal rank
 fusion, min-max fusion and per-query BM25 weights gated by IDF coverage, score share or the
-two lists' overlap (``benchmarks/results/fusion_rules-*.md``); the share and the power are
+two lists' overlap (docs/decisions/hybrid-score-fusion.md); the share and the power are
 those fit on every shared set's train/dev queries, per store model.
 
 Reciprocal rank fusion (RRF, Cormack et al. 2009) scores a chunk by the sum of
@@ -35,8 +35,8 @@ RRF_K = 60
 #: Each side contributes its best ``max(k, CANDIDATES)`` chunks to the fusion.
 CANDIDATES = 30
 #: The dense side's share of ``fuse_scores``; BM25 gets the rest. Fit on every shared set's
-#: train/dev queries (``benchmarks.fusion_rules``): 0.3 for both store models (0.2-0.4 when
-#: fit leave-one-domain-out).
+#: train/dev queries (docs/decisions/hybrid-score-fusion.md): 0.3 for both store models
+#: (0.2-0.4 when fit leave-one-domain-out).
 DENSE_SHARE = 0.3
 #: The power BM25's share of the query's most is raised to, per store model (fit with
 #: ``DENSE_SHARE``: 2 for all-MiniLM-L6-v2, 1 for multilingual-e5-small); other models: 1.
@@ -222,6 +222,9 @@ class Fused:
     weights: FusionWeights
     #: The dense side's best cosine distance (None: it found nothing), whatever the fusion kept.
     nearest: float | None = None
+    #: How much of the query BM25's best chunk holds, by rarity (``ragbrain.refusal.offtopic
+    #: .lexical_support``; None: the query has no index term).
+    support: float | None = None
 
 
 def hybrid_fusion(
@@ -274,7 +277,10 @@ def hybrid_fusion(
     dense_ids = {hit["id"] for hit in dense}
     only = sum(hit["id"] not in dense_ids for hit in hits)
     nearest = max(0.0, dense[0]["distance"]) if dense else None
-    return Fused(hits, only, FusionWeights(share, best, power), nearest)
+    from ragbrain.refusal.offtopic import lexical_support
+
+    support = lexical_support(index, query, [match.id for match in matches])
+    return Fused(hits, only, FusionWeights(share, best, power), nearest, support)
 
 
 def hybrid_search(

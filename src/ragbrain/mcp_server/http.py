@@ -187,7 +187,7 @@ def limit_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
     Each thread that allocates gets its own arena by default (up to 8 per core), and the
     SDK runs every tool call in a worker thread: 20 clients at once left the server ~170 MB
     (1.2x) above a stdio server, nearly all of it in arenas; capped at 2, 1.03x
-    (benchmarks/mcp_http.py). Not glibc (musl, macOS): nothing to do.
+    (``python -m benchmarks.mcp_speed http``). Not glibc (musl, macOS): nothing to do.
     """
     if os.environ.get("MALLOC_ARENA_MAX") or not sys.platform.startswith("linux"):
         return False

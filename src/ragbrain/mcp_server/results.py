@@ -141,12 +141,24 @@ class SkippedFile(BaseModel):
 class IngestResult(BaseModel):
     """What one ingestion did."""
 
-    root: str = Field(description="The ingested file or folder (its real path).")
+    root: str = Field(
+        description="The folder the notes are stored under (sources are relative to it): "
+        "the ingested folder, or the already ingested folder that holds it."
+    )
     files: int
     added: int = Field(description="Chunks written.")
     unchanged: int = Field(description="Chunks already in the store.")
     deleted: int = Field(description="Chunks of changed or removed files deleted.")
     skipped: list[SkippedFile]
+    merged: list[str] = Field(
+        default_factory=list,
+        description="Folders ingested before that lie inside this one, merged into it.",
+    )
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="Files that are mostly links (an index of the notes), with the ignore "
+        "line that leaves them out.",
+    )
 
 
 class StatsResult(BaseModel):

@@ -147,6 +147,7 @@ class RagbrainService:
         self._embeddings = embeddings
         self._loaded: Loaded | None = None
         self._load_lock = threading.Lock()
+        self._loading_started = False
         self._write_lock = threading.Lock()
         self._watch, self._debounce = watch, debounce
         self._watcher: Watcher | None = None
@@ -156,7 +157,11 @@ class RagbrainService:
         self._searching = threading.BoundedSemaphore(max(1, min(MAX_PARALLEL, os.cpu_count() or 1)))
 
     def start_loading(self) -> None:
-        """Load in a background thread; errors are logged here and raised again on use."""
+        """Load in a background thread (once: later calls do nothing); errors are logged here
+        and raised again on use."""
+        if self._loading_started:
+            return
+        self._loading_started = True
 
         def load() -> None:
             try:
@@ -183,8 +188,16 @@ class RagbrainService:
             # it (lexical index, calibrated gate, critic): a note that remember or ingest
             # writes is seen by the next search (a second client on the same folder would
             # not see it). With no embeddings given, the model the store records.
-            store = Store.open(self.store_path, self._embeddings, create=bool(self.allowed))
-            critic, off_reason = resolve_critic(self._critic_choice, "disable")
+            if os.environ.get("PAR_EXPERIMENT"):
+                box: dict[str, object] = {}
+                th = threading.Thread(target=lambda: box.setdefault("c", resolve_critic(self._critic_choice, "disable")))
+                th.start()
+                store = Store.open(self.store_path, self._embeddings, create=bool(self.allowed))
+                th.join()
+                critic, off_reason = box["c"]  # type: ignore[misc]
+            else:
+                store = Store.open(self.store_path, self._embeddings, create=bool(self.allowed))
+                critic, off_reason = resolve_critic(self._critic_choice, "disable")
             from ragbrain.lexical.sync import LexicalSearcher
 
             lexical = LexicalSearcher(store)
@@ -313,6 +326,8 @@ class RagbrainService:
                 SkippedFile(path=_label(item.path), reason=_label(item.reason))
                 for item in report.skipped
             ],
+            merged=[merge.line() for merge in report.merges],
+            warnings=[w for w in (report.link_list_warning(),) if w],
         )
 
     # --- watch (issue #22) ---

@@ -192,11 +192,21 @@ def offtopic_refusal(
     nearest = state.get("nearest_distance")
     if nearest is None:
         nearest = min(distances, default=None)
-    why = refusal_reason(state["query"], nearest, cut, strict=level == "strict")
+    support = state.get("lexical_support")
+    why = refusal_reason(state["query"], nearest, cut, strict=level == "strict", support=support)
     if why is not None:
         return False, why, ""
     limit = cut.strict if level == "strict" else cut.distance
     shown = "none" if nearest is None else f"{nearest:.3f}"
+    if nearest is not None and nearest > limit and support is not None:
+        return (
+            True,
+            None,
+            (
+                f"on topic: nearest distance {shown} > cut {limit:.3f} ({cut.source}), but a "
+                f"chunk holds {support:.2f} of its rare words (>= {cut.support:.2f})"
+            ),
+        )
     return True, None, f"on topic: nearest distance {shown} <= cut {limit:.3f} ({cut.source})"
 
 

@@ -15,7 +15,7 @@ from ragbrain.query.typematch import unknown_types, unknown_types_message
 from ragbrain.state import Hit, RetrievalState
 
 if TYPE_CHECKING:
-    from ragbrain.lexical.fusion import FusionWeights
+    from ragbrain.lexical.fusion import Fused
     from ragbrain.lexical.sync import LexicalSearcher
     from ragbrain.store import Store
 
@@ -40,8 +40,7 @@ def make_vector_search(store: Store, lexical: LexicalSearcher | None = None) -> 
         query, wanted, types = state["query"], state["candidates"], state.get("type_filter")
         filters = Filters.parse(state.get("filters"))
         scope = f"type in {types}" if types else "all types"
-        lexical_only: list[int] = []
-        weights: list[FusionWeights] = []
+        fusions: list[Fused] = []  # each hybrid search's result (a compound question's parts)
         nearest: list[float] = []  # each search's best dense distance: refusal's evidence
         hybrid = context.search_mode == "hybrid" and lexical is not None
         trust = True
@@ -64,8 +63,7 @@ def make_vector_search(store: Store, lexical: LexicalSearcher | None = None) -> 
                     filters=filters,
                     dense_share=context.dense_share,
                 )
-                lexical_only.append(fused.lexical_only)
-                weights.append(fused.weights)
+                fusions.append(fused)
                 if fused.nearest is not None:
                     nearest.append(fused.nearest)
                 return fused.hits
@@ -78,18 +76,19 @@ def make_vector_search(store: Store, lexical: LexicalSearcher | None = None) -> 
         parts = split_compound(query) if context.split_compound else []
         hits = search_parts(store, query, parts, wanted, search) if parts else search(query, wanted)
         if hybrid:
-            note = (
-                f"hybrid search ({scope}): {len(hits)} hits, {lexical_only[0]} found by BM25 only"
-            )
+            only = fusions[0].lexical_only
+            note = f"hybrid search ({scope}): {len(hits)} hits, {only} found by BM25 only"
             if not trust:
                 note += "; the query's language is not the model's, so BM25's order stands"
             else:
-                note += f"; {weights[0].describe()}"
+                note += f"; {fusions[0].weights.describe()}"
         else:
             note = f"vector search ({scope}): {len(hits)} hits"
             if context.search_mode == "hybrid":
                 note += " (hybrid asked, but this graph has no lexical index)"
         notes = [note]
+        # An ingest that began writing and has not finished: the store may lack notes.
+        notes += [entry.note() for entry in store.ledger().unfinished]
         if filters:
             from ragbrain.store.scoped import scope_note
 
@@ -104,11 +103,14 @@ def make_vector_search(store: Store, lexical: LexicalSearcher | None = None) -> 
             if unknown:
                 notes.append(f"type filter: {unknown_types_message(unknown)}")
         # The best-covered search (a compound question's parts each have their own).
-        coverage = max((w.bm25_best for w in weights), default=None) if hybrid else None
+        coverage = max((f.weights.bm25_best for f in fusions), default=None) if hybrid else None
         return {
             "hits": hits,
             "bm25_coverage": coverage,
             "nearest_distance": min(nearest, default=None),
+            "lexical_support": max(
+                (f.support for f in fusions if f.support is not None), default=None
+            ),
             "notes": notes,
         }
 

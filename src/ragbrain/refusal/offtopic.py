@@ -39,6 +39,7 @@ from ragbrain.paths import cache_root
 if TYPE_CHECKING:
     import numpy as np
 
+    from ragbrain.lexical.index import LexicalIndex
     from ragbrain.store import Store
 
 log = logging.getLogger(__name__)
@@ -49,18 +50,23 @@ MIN_CHUNKS = 20
 #: Per embedding model, the quantile of the bank's best distances that becomes a store's cut,
 #: and the strict level's cut as a share of it: the lowest quantile (share) that refuses at
 #: most 2% (5%) of every shared set's answerable test-split-free fit queries, fit on every
-#: set's store (``python -m benchmarks.offtopic --ship``; docs/quality.md). Other models get
-#: all-MiniLM-L6-v2's.
+#: set's store (``python -m benchmarks.offtopic --ship``; docs/refusal.md). Other models,
+#: multilingual-e5-small among them (not fit yet), get all-MiniLM-L6-v2's.
 LEVELS: dict[str, tuple[float, float]] = {
-    "all-MiniLM-L6-v2": (0.555, 0.92),
-    "multilingual-e5-small": (0.555, 0.92),
+    "all-MiniLM-L6-v2": (0.185, 0.94),
 }
 #: Shipped cuts per embedding model, for stores too small to calibrate: the median over the
 #: shared sets' stores of the cut the rule above gives (same command).
 SHIPPED_CUTS: dict[str, float] = {
-    "all-MiniLM-L6-v2": 0.786,
-    "multilingual-e5-small": 0.17,
+    "all-MiniLM-L6-v2": 0.707,
 }
+#: Per embedding model, the lexical support that rescues a far question (fit with ``LEVELS``).
+SUPPORT: dict[str, float] = {
+    "all-MiniLM-L6-v2": 0.65,
+}
+NO_RESCUE = 1.01
+#: BM25's hits whose rare words count as support.
+SUPPORT_HITS = 10
 #: Models that read English only: other scripts are refused by script, not by distance.
 ENGLISH_ONLY = frozenset({"all-MiniLM-L6-v2"})
 #: A script this rare among the store's chunks is one the notes do not use.
@@ -79,6 +85,9 @@ class OffTopicCut:
     model: str
     scripts: dict[str, float] = field(default_factory=dict)  # share of chunks per script
     chunks: int = 0  # the store's size when the cut was learnt
+    #: A question this well supported by rare words of one chunk is on topic, however far
+    #: (``lexical_support``); 1.01: no rescue.
+    support: float = 1.01
 
     def to_json(self) -> str:
         """The cut as the JSON string the store's metadata keeps."""
@@ -96,6 +105,7 @@ class OffTopicCut:
                 model=str(raw["model"]),
                 scripts={str(k): float(v) for k, v in dict(raw.get("scripts", {})).items()},
                 chunks=int(raw.get("chunks", 0)),
+                support=float(raw.get("support", NO_RESCUE)),
             )
         except (TypeError, ValueError, KeyError):
             return None
@@ -192,12 +202,45 @@ def shipped_cut(model: str) -> OffTopicCut | None:
         return None
     distance = SHIPPED_CUTS[model]
     strict = round(distance * levels(model)[1], 4)
-    return OffTopicCut(distance, strict, f"shipped for {model}", model)
+    return OffTopicCut(distance, strict, f"shipped for {model}", model, support=rescue(model))
 
 
 def levels(model: str) -> tuple[float, float]:
     """The quantile and the strict share ``model``'s stores use (``LEVELS``)."""
     return LEVELS.get(model, LEVELS["all-MiniLM-L6-v2"])
+
+
+def rescue(model: str) -> float:
+    """The lexical support that rescues a far question on ``model``'s stores (``SUPPORT``)."""
+    return SUPPORT.get(model, SUPPORT["all-MiniLM-L6-v2"])
+
+
+def lexical_support(index: LexicalIndex, query: str, hits: Sequence[str]) -> float | None:
+    """How much of the question one chunk holds, by rarity: the IDF of the question's terms
+    the best of ``hits`` (BM25's top chunks) holds, over the IDF of all its terms, a term the
+    store never saw counting as the rarest. A stemmed near-miss of a common word weighs
+    little, and a rare word of the question the notes lack weighs the most.
+
+    Returns:
+        A share in [0, 1]; None for a question without index terms.
+    """
+    import numpy as np
+
+    from ragbrain.lexical.bm25 import idf
+    from ragbrain.lexical.tokens import tokenize
+
+    words = list(dict.fromkeys(tokenize(query)))
+    if not words:
+        return None
+    known = [index.vocab[w] for w in words if w in index.vocab]
+    weights = index.idf(known) if known else []
+    unseen = float(idf(len(index.ids), np.zeros(1, dtype=np.int64))[0])
+    mass = sum(weights) + unseen * (len(words) - len(known))
+    best = 0.0
+    for id_ in hits[:SUPPORT_HITS]:
+        held = index.terms_of(id_)
+        best = max(best, sum(w for t, w in zip(known, weights, strict=True) if t in held))
+    return min(best / mass, 1.0) if mass > 0 else None
 
 
 def calibrate(
@@ -225,6 +268,7 @@ def calibrate(
             f"shipped for {model}: the store holds {count} chunks, too few to calibrate "
             f"(at least {MIN_CHUNKS})",
             model,
+            support=shipped.support,
         )
     english = model in ENGLISH_ONLY
     questions = bank(english_only=english)
@@ -242,6 +286,7 @@ def calibrate(
         model=model,
         scripts={k: round(v, 4) for k, v in scripts.items()},
         chunks=count,
+        support=rescue(model),
     )
 
 
@@ -275,7 +320,12 @@ def store_cut(store: Store, *, save: bool = True) -> OffTopicCut | None:
 
 
 def refusal_reason(
-    query: str, best_distance: float | None, cut: OffTopicCut, *, strict: bool = False
+    query: str,
+    best_distance: float | None,
+    cut: OffTopicCut,
+    *,
+    strict: bool = False,
+    support: float | None = None,
 ) -> str | None:
     """Why ``query`` is off-topic for the store ``cut`` was learnt on; None when it is not.
 
@@ -284,6 +334,8 @@ def refusal_reason(
         best_distance: Its best cosine distance to the store (None: nothing was found).
         cut: The store's cut.
         strict: Use the strict level's cut.
+        support: The question's ``lexical_support`` (None: no lexical search ran); at
+            ``cut.support`` or more, a far question is still on topic.
     """
     if best_distance is None:
         return "the search found no chunk to judge"
@@ -299,13 +351,14 @@ def refusal_reason(
             "multilingual store (ragbrain ingest --embedding e5-small) would"
         )
     limit = cut.strict if strict else cut.distance
-    if best_distance > limit:
-        level = "strict cut" if strict else "off-topic cut"
-        return (
-            f"off-topic: the best distance ({best_distance:.3f}) is above this store's "
-            f"{level} ({limit:.3f}, {cut.source})"
-        )
-    return None
+    if best_distance <= limit or (support is not None and support >= cut.support):
+        return None
+    level = "strict cut" if strict else "off-topic cut"
+    shown = "" if support is None else f", and no chunk holds its rare words ({support:.2f})"
+    return (
+        f"off-topic: the best distance ({best_distance:.3f}) is above this store's "
+        f"{level} ({limit:.3f}, {cut.source}){shown}"
+    )
 
 
 def refresh_cut(store: Store) -> OffTopicCut | None:

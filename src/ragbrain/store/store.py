@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
     from ragbrain.query.filters import Filters
-    from ragbrain.vectorstore import RagbrainChroma
+    from ragbrain.vectorstores.chroma import RagbrainChroma
 
 T = TypeVar("T")
 #: How long a server store's list of types is reused when no index of the store has it.
@@ -166,14 +166,15 @@ class Store:
     def as_vectorstore(self) -> RagbrainChroma:
         """This store as a langchain-chroma ``Chroma`` (the same client and collection,
         embedding with this store's model), for any LangChain code to read and write: its
-        writes go through the store, so the lexical index follows (``ragbrain.vectorstore``).
+        writes go through the store, so the lexical index follows
+        (``ragbrain.vectorstores.chroma``).
 
         Raises:
             InvalidInputError: The store was made without its client (not by ``Store.open``).
         """
-        # The one import of an upper layer here: a vector store's writes must bring the
-        # lexical index (which reads the store) in step, as ingest does.
-        from ragbrain.vectorstore import RagbrainChroma
+        # An import of a layer above (no circle: that module reaches the store layer only
+        # through the lexical index's modules): its writes bring the lexical index in step.
+        from ragbrain.vectorstores.chroma import RagbrainChroma
 
         return RagbrainChroma(self)
 

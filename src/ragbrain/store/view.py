@@ -146,13 +146,13 @@ class CollectionView:
         """``Collection.get`` with ragbrain's keys in ``where`` and in the metadatas."""
         got = self._collection.get(
             ids=ids,  # type: ignore[arg-type]
-            where=self._where(where),  # type: ignore[arg-type]
+            where=self._where(where),
             limit=limit,
             offset=offset,
             where_document=where_document,  # type: ignore[arg-type]
             include=list(include),  # type: ignore[arg-type]
         )
-        result = dict(got)
+        result: dict[str, Any] = dict(got)
         if result.get("metadatas") is not None:
             result["metadatas"] = [self.ragbrain_metadata(m) for m in result["metadatas"]]
         return result
@@ -185,7 +185,7 @@ class CollectionView:
         got = self._collection.query(
             query_embeddings=[q.tolist() for q in queries],
             n_results=n_results * RERANK if rerank else n_results,
-            where=self._where(where),  # type: ignore[arg-type]
+            where=self._where(where),
             where_document=where_document,  # type: ignore[arg-type]
             ids=ids,  # type: ignore[arg-type]
             include=fetch,  # type: ignore[arg-type]

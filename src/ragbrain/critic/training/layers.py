@@ -41,7 +41,7 @@ def fit_combiner(
         y: (n,) 0/1 labels.
         inputs: The columns' names, recorded so that loading can check them.
         weights: (n,) non-negative row weights for the loss (None: every row counts once;
-            ``benchmarks.critic_layers`` weights each data set of a mix the same).
+            ``benchmarks.lodo`` weights each data set of a mix the same).
 
     Returns:
         A ``combiner`` entry of ``calibration.json``.

@@ -8,7 +8,7 @@ on (no fp32 copy of the table is ever made).
 
 The fp16 table differs from the dequantized fp32 one by fp16 rounding (the 4-bit codes times
 an fp16 scale need up to 14 significant bits): measured cosine to the fp32 model's vectors
->= 0.9999 (``benchmarks/e5_convert.py``).
+>= 0.9999 (docs/decisions/e5-conversion-checks.md).
 """
 
 from __future__ import annotations

@@ -1,0 +1,122 @@
+"""A LangChain RAG app's store, built the documented way (a splitter, ``Chroma.from_documents``
+with ``HuggingFaceEmbeddings``, default settings: the l2 space), under the whole pipeline with
+the real model and the shipped critic; and LangChain's standard retriever suite on it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from langchain_chroma import Chroma
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_tests.integration_tests import RetrieversIntegrationTests
+from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+from ragbrain import CorrectiveRetriever
+from ragbrain.models.embeddings import minilm_path, set_offline
+from ragbrain.paths import sample_notes
+from tests.support.fakes import NOTES, BagOfWordsEmbeddings
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="session")
+def huggingface() -> Embeddings:
+    """all-MiniLM-L6-v2 as a LangChain app loads it (torch, sentence-transformers), once."""
+    from langchain_huggingface import HuggingFaceEmbeddings
+
+    set_offline()
+    return HuggingFaceEmbeddings(model_name=str(minilm_path()))
+
+
+@pytest.fixture(scope="session")
+def app_store(
+    tmp_path_factory: pytest.TempPathFactory, huggingface: Embeddings
+) -> Iterator[Chroma]:
+    """The sample notes split and stored the way a LangChain tutorial does it."""
+    cache = tmp_path_factory.mktemp("wrapped-cache")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("RAGBRAIN_CACHE", str(cache))
+    notes = sorted(sample_notes().rglob("*.md"))
+    docs = [
+        Document(
+            page_content=path.read_text(encoding="utf-8"),
+            metadata={"source": str(path.relative_to(sample_notes())), "type": path.parent.name},
+        )
+        for path in notes
+    ]
+    chunks = RecursiveCharacterTextSplitter(chunk_size=800, chunk_overlap=80).split_documents(docs)
+    yield Chroma.from_documents(
+        chunks,
+        huggingface,
+        collection_name="langchain-app",
+        persist_directory=str(tmp_path_factory.mktemp("app") / "chroma"),
+    )
+    patch.undo()
+
+
+@pytest.fixture(scope="session")
+def wrapped(app_store: Chroma) -> CorrectiveRetriever:
+    return CorrectiveRetriever.from_vectorstore(app_store)
+
+
+def test_the_known_model_gets_its_gate_and_the_critic_its_distance_layer(
+    wrapped: CorrectiveRetriever,
+) -> None:
+    out = wrapped.run("Why did the nightly backup fail?")
+    assert any("l2 space, unit vectors" in n for n in out["notes"])
+    assert any("gate 0.455, shipped for all-MiniLM-L6-v2" in n for n in out["notes"])
+    assert out["critic"].startswith("on (") and "with distance" in out["critic"]
+    assert out["documents"][0].metadata["source"].endswith("nightly-backup-job-failed-silently.md")
+
+
+def test_every_distance_in_the_trace_is_one_minus_the_cosine(
+    wrapped: CorrectiveRetriever, app_store: Chroma, huggingface: Embeddings
+) -> None:
+    worst = 0.0
+    for query in ("redis cache stampede", "how do we roll back a deploy", "coffee machine budget"):
+        docs = wrapped.invoke(query)
+        assert docs, query
+        stored = app_store._collection.get(ids=[d.id for d in docs], include=["embeddings"])
+        vectors = dict(zip(stored["ids"], np.asarray(stored["embeddings"]), strict=True))
+        q = np.asarray(huggingface.embed_query(query))
+        for doc in docs:
+            v = vectors[doc.id]
+            cosine = float(v @ q / (np.linalg.norm(v) * np.linalg.norm(q)))
+            worst = max(worst, abs(doc.metadata["retrieval"]["distance"] - (1 - cosine)))
+    assert worst <= 1e-3
+
+
+def test_an_unknown_model_gets_the_plain_critic_layer(tmp_path: Path) -> None:
+    vectorstore = Chroma.from_documents(
+        [Document(page_content=t, metadata={"source": p}) for p, t in NOTES.items()],
+        BagOfWordsEmbeddings(),
+        collection_name="fake-model",
+        persist_directory=str(tmp_path / "chroma"),
+    )
+    out = CorrectiveRetriever.from_vectorstore(vectorstore).run("nightly backup")
+    assert out["critic"].startswith("on (") and "with distance" not in out["critic"]
+
+
+class TestWrappedChromaStandard(RetrieversIntegrationTests):
+    """LangChain's standard retriever suite over the wrapped store, with the defaults."""
+
+    @pytest.fixture(autouse=True)
+    def _graph(self, wrapped: CorrectiveRetriever) -> None:
+        type(self).wrapped = wrapped
+
+    @property
+    def retriever_constructor(self) -> type[CorrectiveRetriever]:
+        return CorrectiveRetriever
+
+    @property
+    def retriever_constructor_params(self) -> dict[str, Any]:
+        return {"graph": type(self).wrapped.graph}
+
+    @property
+    def retriever_query_example(self) -> str:
+        return "What caused the Redis cache stampede after the deploy and how was it fixed?"
