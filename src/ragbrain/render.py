@@ -37,6 +37,8 @@ def run_to_dict(query: str, output: RetrievalOutput) -> dict[str, Any]:
         "answerable": output["answerable"],
         "abstain_reason": output["abstain_reason"],
         "bm25_coverage": output.get("bm25_coverage"),
+        "nearest_distance": output.get("nearest_distance"),
+        "lexical_support": output.get("lexical_support"),
         "notes": output["notes"],
         "documents": [
             {

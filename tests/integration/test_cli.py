@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.embeddings import Embeddings
 from typer.testing import CliRunner
 
 from ragbrain.cli import app
@@ -115,7 +116,8 @@ def test_demo_shows_every_path(tmp_path: Path) -> None:
     assert "depth 10" in out
     assert "fallback yes" in out and "(fallback)" in out
     assert "verdict poor" in out and "verdict good" in out
-    assert sum(line.startswith("query: ") for line in out.splitlines()) == 7
+    assert "not answerable: off-topic" in out  # the off-topic questions are refused
+    assert sum(line.startswith("query: ") for line in out.splitlines()) == 8
 
 
 def test_graph_prints_mermaid() -> None:
@@ -154,6 +156,35 @@ def test_doctor_exit_codes(notes_dir: Path, tmp_path: Path) -> None:
     missing = runner.invoke(app, ["doctor", "--store", str(tmp_path / "nowhere")])
     assert missing.exit_code == 1
     assert "problem reach" in missing.stdout and "fix: `ragbrain ingest" in missing.stdout
+
+
+def test_doctor_names_files_stored_twice_and_fix_merges_them(
+    notes_dir: Path, tmp_path: Path, minilm: Embeddings
+) -> None:
+    """Ingested whole, then a subfolder on its own as older versions stored it: the real
+    (int8) model's vectors of one text differ a little from batch to batch, which the doctor
+    once read as "the vectors do not come from this model"."""
+    from ragbrain.store import Store
+    from tests.unit.test_roots import legacy_ingest
+
+    store = tmp_path / "store"
+    opened = Store.open(store, minilm, create=True)
+    legacy_ingest(notes_dir, opened)
+    legacy_ingest(notes_dir / "bug", opened, type_="bug")
+    assert opened.count() == 8
+
+    found = runner.invoke(app, ["doctor", "--store", str(store)])
+    fixed = runner.invoke(app, ["doctor", "--fix", "--store", str(store)])
+
+    assert found.exit_code == 1
+    assert "problem overlapping roots" in found.stdout
+    assert "problem duplicate sources: 2 file(s)" in found.stdout
+    assert "problem self-retrieval" not in found.stdout
+    assert f"fix: `ragbrain doctor --fix --store {store}` merges them" in found.stdout
+    assert fixed.exit_code == 0, fixed.output
+    assert f"fixed: {notes_dir / 'bug'} merged into {notes_dir}" in fixed.stdout
+    assert "no problems found" in fixed.stdout
+    assert Store.open(store, minilm).count() == 6
 
 
 @pytest.mark.parametrize(

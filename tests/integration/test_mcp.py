@@ -86,6 +86,30 @@ def test_a_missing_store_is_reported_on_each_call_and_retried(
     assert service.search("backup", None, None).chunks
 
 
+def test_the_ingest_tool_stores_a_subfolder_under_the_folder_that_holds_it(
+    tmp_path: Path, notes_dir: Path, fake_embeddings: BagOfWordsEmbeddings
+) -> None:
+    """One identity per file through MCP too: a subfolder of an ingested folder adds nothing,
+    and a folder holding an ingested one takes it in."""
+    service = RagbrainService(
+        tmp_path / "store", allowed=[notes_dir], critic=None, embeddings=fake_embeddings
+    )
+    first = service.ingest(str(notes_dir / "bug"), None)
+    whole = service.ingest(str(notes_dir), None)
+    again = service.ingest(str(notes_dir / "bug"), None)
+
+    assert first.root == str(notes_dir / "bug") and whole.root == again.root == str(notes_dir)
+    assert whole.merged == [
+        f"{notes_dir / 'bug'} merged into {notes_dir}: 2 chunks moved under it, 0 copies of "
+        "chunks already there dropped"
+    ]
+    assert (again.added, again.unchanged, again.deleted) == (0, 2, 0)
+    assert service.stats().chunks == len(NOTES)
+    assert {c.source for c in service.search("redis cache stampede", None, 10).chunks} <= set(
+        NOTES
+    )
+
+
 def test_search_results_are_cleaned_capped_and_relative(
     tmp_path: Path, notes_dir: Path, fake_embeddings: BagOfWordsEmbeddings
 ) -> None:
@@ -169,18 +193,19 @@ class _Unsure(_Scores):
         self.abstain_thresholds = AbstainThresholds(0.7, 0.0, "test")
 
 
-@pytest.mark.parametrize("abstain", [False, True], ids=["default", "abstain"])
+@pytest.mark.parametrize("level", ["off", "strict"])
 def test_a_server_started_with_abstain_answers_nothing_when_nothing_fits(
-    tmp_path: Path, notes_dir: Path, fake_embeddings: BagOfWordsEmbeddings, abstain: bool
+    tmp_path: Path, notes_dir: Path, fake_embeddings: BagOfWordsEmbeddings, level: str
 ) -> None:
     ingest(notes_dir, Store.open(tmp_path / "store", fake_embeddings, create=True))
     service = RagbrainService(
         tmp_path / "store",
         critic=_Unsure(),  # type: ignore[arg-type]
         embeddings=fake_embeddings,
-        abstain=abstain,
+        abstain=level,  # type: ignore[arg-type]
     )
-    assert service.stats().abstain is abstain
+    assert service.stats().abstain == level
+    abstain = level == "strict"
     result = service.search("backup", None, None)
     assert result.answerable is not abstain and bool(result.chunks) is not abstain
     if abstain:

@@ -175,10 +175,10 @@ def test_the_10mb_cap_is_the_schema_s_too() -> None:
         ("{outside}", "is outside every --allow folder"),
         ("{root}/../outside", "is outside every --allow folder"),
         ("{root}/link-out", "is outside every --allow folder"),
-        ("{root}/missing", "not an existing folder"),
-        ("{root}/bug/cache.md", "not an existing folder"),
+        ("{outside}/missing", "is outside every --allow folder"),
+        ("{root}/bug/cache.md", "not a folder inside an --allow one"),
     ],
-    ids=["outside", "dot-dot", "symlink-out", "missing", "a-file"],
+    ids=["outside", "dot-dot", "symlink-out", "missing-outside", "a-file"],
 )
 def test_the_inbox_must_be_a_folder_inside_an_allowed_one(
     folders: dict[str, Path], inbox: str, message: str
@@ -191,6 +191,15 @@ def test_the_inbox_must_be_a_folder_inside_an_allowed_one(
             inbox=inbox.format(**folders),
             critic=None,
         )
+
+
+def test_a_missing_inbox_inside_an_allowed_folder_is_created(folders: dict[str, Path]) -> None:
+    inbox = folders["root"] / "new" / "inbox"
+    service = RagbrainService(
+        folders["tmp"] / "store", allowed=[folders["root"]], inbox=inbox, critic=None
+    )
+    assert inbox.is_dir() and service.inbox is not None and service.inbox.folder == inbox
+    assert not (folders["outside"] / "missing").exists()
 
 
 def test_an_inbox_needs_an_allowed_folder(folders: dict[str, Path]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -105,3 +106,50 @@ def test_chunks_without_a_time_get_the_command_that_records_it(fake_store: Store
     assert times.ok and f"2 of {len(ids)} chunks have no recorded time" in times.message
     root = fake_store.rows(ids[:1])[0][2]["root"]
     assert f"`ragbrain ingest {root}` again" in times.fix
+
+
+class BatchJitter(BagOfWordsEmbeddings):
+    """The fake model whose document vectors move a little with the batch they are embedded
+    in, as int8 activations quantized per batch do."""
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        import numpy as np
+
+        rng = np.random.default_rng(len(texts) * 7919 + sum(map(len, texts)))
+        vectors = np.asarray(super().embed_documents(texts))
+        vectors += rng.normal(0.0, 0.01, vectors.shape)
+        return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).tolist()
+
+
+def test_files_stored_twice_are_named_as_duplicates_not_blamed_on_the_model(
+    tmp_path: Path, write_notes: Callable[[dict[str, str]], Path]
+) -> None:
+    from ragbrain.doctor.sources import repair
+    from tests.unit.test_roots import EIGHT, legacy_ingest
+
+    root = write_notes(EIGHT)
+    store = Store.open(tmp_path / "store", BatchJitter(), create=True)
+    legacy_ingest(root, store)
+    legacy_ingest(root / "tmux", store, type_="tmux")  # 8 notes, 13 chunks
+    assert store.count() == 13
+
+    found = problems(diagnose(store.location, embeddings=BatchJitter()))
+
+    assert set(found) == {"overlapping roots", "duplicate sources"}, found
+    assert f"{root / 'tmux'} lies inside {root} (5 files stored from it)" in (
+        found["overlapping roots"].message
+    )
+    assert "5 file(s) are stored under more than one source" in found["duplicate sources"].message
+    assert found["duplicate sources"].fix.startswith(
+        f"`ragbrain doctor --fix --store {store.location}` merges them (or the next "
+        f"`ragbrain ingest {root}` does)"
+    )
+
+    done = repair(store)
+
+    assert done == [
+        f"{root / 'tmux'} merged into {root}: 0 chunks moved under it, 5 copies of chunks "
+        "already there dropped"
+    ]
+    assert store.count() == 8
+    assert not problems(diagnose(store.location, embeddings=BatchJitter()))

@@ -149,7 +149,10 @@ def test_eval_runs_the_scenario(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 @pytest.mark.parametrize(
     ("args", "match"),
     [
-        (["--scenario", "nope"], r"Unknown scenario\(s\) \['nope'\]; known: \['missing-answer'\]"),
+        (
+            ["--scenario", "nope"],
+            r"Unknown scenario\(s\) \['nope'\]; known: \['missing-answer', 'off-topic'\]",
+        ),
         (["--lodo", "missing.json"], "not a readable LODO result"),
         (["--embedding", "bert"], r"Unknown --embedding 'bert'; known: minilm\|e5-small"),
     ],

@@ -106,3 +106,18 @@ def test_source_key_follows_the_source(tmp_path: Path) -> None:
     assert key != source_key([source], "fp16")
     source.write_bytes(b"ab")
     assert key != source_key([source], "int8")
+
+
+def test_the_export_message_names_the_model_folder_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ragbrain.models import onnx_backend
+    from ragbrain.models.embeddings import minilm_path
+
+    said: list[str] = []
+
+    def record(name: str, export: object, *, what: str = "model") -> Path:
+        said.append(what)
+        return Path(name)
+
+    monkeypatch.setattr(onnx_backend, "cached_export", record)
+    onnx_backend.export_embedding_model(minilm_path())
+    assert said == [f"embedding model in {minilm_path()}"]  # not "embedding model model"

@@ -35,9 +35,15 @@ SCENARIOS: list[tuple[str, str, dict[str, Any]]] = [
         {"type_filter": "decision"},
     ),
     (
-        "On the notes' topics, but not in them: the gate says 'poor', there is nothing to "
-        "rescue, and the critic drops the chunks it judges irrelevant.",
+        "Nothing in the notes is about this: no chunk comes as close as the store's "
+        "off-topic cut, so the answer is empty and says why (--abstain off would hand over "
+        "what the critic keeps).",
         "How do we configure Kafka consumer groups?",
+        {},
+    ),
+    (
+        "Off-topic altogether: a cooking question gets an empty answer too.",
+        "What is a good recipe for sourdough bread?",
         {},
     ),
     (

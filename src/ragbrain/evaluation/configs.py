@@ -16,6 +16,8 @@ NO_GATE = 2.0
 DENSE_K = 10
 DENSE: dict[str, Any] = {"search_mode": "dense"}
 OFF: dict[str, Any] = {"gate_threshold": NO_GATE}
+#: The stages are measured without refusal, which only the shipped configurations add.
+NO_REFUSAL: dict[str, Any] = {"abstain": "off"}
 
 
 @dataclass(frozen=True)
@@ -51,24 +53,51 @@ CONFIGS: tuple[Config, ...] = (
     Config(
         "hybrid",
         "ragbrain: BM25 + dense fused by score, fixed depth 10, gate off",
-        context={"k": 10, "gate_threshold": NO_GATE, "search_mode": "hybrid"},
+        context={"k": 10, "gate_threshold": NO_GATE, "search_mode": "hybrid", **NO_REFUSAL},
     ),
     Config(
         "ragbrain-k10-dense",
         "ragbrain graph on dense search, fixed depth 10, gate + fallback with lexical rescue",
-        context={"k": 10, "search_mode": "dense"},
+        context={"k": 10, "search_mode": "dense", **NO_REFUSAL},
     ),
-    Config("ragbrain-k10", "ragbrain graph, fixed depth 10, gate + fallback", context={"k": 10}),
-    # Issue #4's stages, switched on one by one over dense search.
-    Config("adaptive", "ragbrain dense: adaptive depth only (gate off)", context={**DENSE, **OFF}),
-    Config("adaptive+gate", "ragbrain dense: adaptive depth + gate and fallback", context=DENSE),
-    Config("adaptive+gate+critic", "ragbrain dense: + critic", context=DENSE, critic=True),
-    # The retriever as it ships: hybrid search, adaptive depth, gate and fallback, critic.
-    Config("default", "as shipped: hybrid, adaptive, gate + fallback, critic", critic=True),
     Config(
-        "abstain",
-        "as shipped, with abstention on (the critic, the distance and BM25 agree: empty)",
-        context={"abstain": True},
+        "ragbrain-k10",
+        "ragbrain graph, fixed depth 10, gate + fallback",
+        context={"k": 10, **NO_REFUSAL},
+    ),
+    # Issue #4's stages, switched on one by one over dense search.
+    Config(
+        "adaptive",
+        "ragbrain dense: adaptive depth only (gate off)",
+        context={**DENSE, **OFF, **NO_REFUSAL},
+    ),
+    Config(
+        "adaptive+gate",
+        "ragbrain dense: adaptive depth + gate and fallback",
+        context={**DENSE, **NO_REFUSAL},
+    ),
+    Config(
+        "adaptive+gate+critic",
+        "ragbrain dense: + critic",
+        context={**DENSE, **NO_REFUSAL},
+        critic=True,
+    ),
+    # The retriever as it ships: hybrid search, adaptive depth, gate and fallback, critic.
+    Config(
+        "default",
+        "as shipped: hybrid, adaptive, gate + fallback, critic, off-topic refusal",
+        critic=True,
+    ),
+    Config(
+        "no-refusal",
+        "as shipped, refusal off (what refusing costs the answerable queries)",
+        context=NO_REFUSAL,
+        critic=True,
+    ),
+    Config(
+        "strict",
+        "as shipped, strict refusal (a lower cut; the critic, the distance and BM25 agree)",
+        context={"abstain": "strict"},
         critic=True,
     ),
 )

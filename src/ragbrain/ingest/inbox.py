@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import logging
 import os
 import re
 import tempfile
@@ -16,6 +17,8 @@ import yaml
 
 from ragbrain._util import UNSAFE
 from ragbrain.errors import InvalidInputError
+
+log = logging.getLogger(__name__)
 
 MAX_TITLE_CHARS = 200
 MAX_NOTE_CHARS = 100_000
@@ -83,20 +86,30 @@ class Inbox:
 
     @classmethod
     def inside(cls, folder: str | Path, roots: Sequence[Path]) -> Inbox:
-        """The inbox ``folder``, checked to lie (links followed) inside one of ``roots``.
+        """The inbox ``folder``, checked to lie (links followed) inside one of ``roots``; a
+        folder that does not exist yet is created there (with its missing parents).
 
         Raises:
-            InvalidInputError: Not an existing folder, or outside every root.
+            InvalidInputError: Not a folder (a file is there), it cannot be created, or it
+                lies outside every root.
         """
         real = Path(folder).expanduser().resolve()
-        if not real.is_dir():
-            raise InvalidInputError(f"--inbox {folder}: not an existing folder.")
         holding = [root for root in roots if real.is_relative_to(root)]
         if not holding:
             raise InvalidInputError(
                 f"--inbox {folder} is outside every --allow folder (links are followed); "
                 "give an inbox inside one, or --allow a folder that holds it."
             )
+        if not real.exists():
+            try:
+                real.mkdir(parents=True)
+            except OSError as exc:
+                raise InvalidInputError(f"--inbox {folder}: cannot create it ({exc}).") from None
+            log.info("Created the inbox folder %s.", real)
+            real = real.resolve()  # a link made meanwhile is checked like any other
+            holding = [root for root in roots if real.is_relative_to(root)]
+        if not real.is_dir() or not holding:
+            raise InvalidInputError(f"--inbox {folder}: not a folder inside an --allow one.")
         return cls(real, max(holding, key=lambda r: len(r.parts)))
 
     def write(

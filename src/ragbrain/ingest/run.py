@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ragbrain.errors import RagbrainError
 from ragbrain.ingest.chunks import Chunk, chunk_note, splitter_for
 from ragbrain.ingest.files import MAX_BYTES, NoteFile, Skipped, scan_notes
 from ragbrain.ingest.ignore import IgnoreRules, ignore_line
@@ -195,7 +196,10 @@ def ingest(
         if report.added or report.deleted or store.offtopic_record() is None:
             from ragbrain.refusal.offtopic import refresh_cut
 
-            refresh_cut(store)  # off-topic refusal's cut follows the notes
+            try:  # off-topic refusal's cut follows the notes
+                refresh_cut(store)
+            except RagbrainError as exc:  # the next graph over the store learns it instead
+                log.warning("The off-topic cut was not learnt again: %s", exc)
     return report
 
 

@@ -219,7 +219,7 @@ def export_embedding_model(folder: Path) -> Path:
     return cached_export(
         f"{folder.name}-int8-{key}",
         _export_embedding(folder, mode),
-        what=f"embedding model {folder.name}",
+        what=f"embedding model in {folder}",
     )
 
 
