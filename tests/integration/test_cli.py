@@ -45,21 +45,27 @@ def test_ingest_then_query_as_json(notes_dir: Path, tmp_path: Path) -> None:
 def test_query_abstain_answers_nothing_for_a_question_the_notes_do_not_cover(
     notes_dir: Path, tmp_path: Path
 ) -> None:
-    """The shipped critic's cuts for all-MiniLM-L6-v2 stores: an off-topic question gets an
-    empty answer with the reason under --abstain, and the usual list without it."""
+    """By default an off-topic question gets an empty answer with the reason (a store this
+    small uses the cut shipped for all-MiniLM-L6-v2, and says so); --abstain off hands the
+    usual list over; --abstain strict refuses it too."""
     store = str(tmp_path / "store")
     runner.invoke(app, ["ingest", str(notes_dir), "--store", store])
     question = ["query", "what is the capital of France", "--store", store, "--json"]
-    plain = json.loads(runner.invoke(app, question).stdout)
-    assert plain["answerable"] is True and plain["documents"]
-    strict = runner.invoke(app, [*question, "--abstain"])
-    assert strict.exit_code == 0, strict.output
-    run = json.loads(strict.stdout)
-    assert run["answerable"] is False and run["documents"] == []
-    assert "nothing fits" in run["abstain_reason"] and "BM25" in run["abstain_reason"]
-    assert run["bm25_coverage"] is not None and 0.0 <= run["bm25_coverage"] < 1.0
-    shown = runner.invoke(app, [*question[:-1], "--abstain"])
-    assert "nothing fits" in shown.stdout
+    off = json.loads(runner.invoke(app, [*question, "--abstain", "off"]).stdout)
+    assert off["answerable"] is True and off["documents"]
+    for level in ([], ["--abstain", "on"], ["--abstain", "strict"]):
+        result = runner.invoke(app, [*question, *level])
+        assert result.exit_code == 0, result.output
+        run = json.loads(result.stdout)
+        assert run["answerable"] is False and run["documents"] == [], level
+        assert run["abstain_reason"].startswith("off-topic")
+        assert "shipped for all-MiniLM-L6-v2" in run["abstain_reason"]
+        assert "too few to calibrate" in run["abstain_reason"]
+        assert run["nearest_distance"] is not None and run["lexical_support"] is not None
+    shown = runner.invoke(app, question[:-1])
+    assert "not answerable: off-topic" in " ".join(shown.stdout.split())
+    bad = runner.invoke(app, [*question, "--abstain", "sometimes"])
+    assert bad.exit_code == 2 and "abstain must be one of off, on, strict" in bad.output
 
 
 def test_query_prints_the_decisions(notes_dir: Path, tmp_path: Path) -> None:

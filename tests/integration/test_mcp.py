@@ -69,6 +69,48 @@ def test_finite_or_none(value: Any, expected: float | None) -> None:
     assert finite_or_none(value) == expected
 
 
+def test_the_service_is_importable_without_the_sdk_so_loading_starts_first() -> None:
+    """`ragbrain mcp` starts loading the models while the MCP SDK is still to be imported:
+    the package hands out the service without importing the SDK."""
+    import subprocess
+
+    code = (
+        "import sys, ragbrain.mcp_server; "
+        "print(any(m.startswith('mcp.server') for m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_the_command_starts_loading_before_it_serves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import types
+
+    from typer.testing import CliRunner
+
+    from ragbrain.cli import app
+
+    calls: list[str] = []
+    monkeypatch.setattr(RagbrainService, "start_loading", lambda self: calls.append("load"))
+    server = types.ModuleType("ragbrain.mcp_server.server")
+    server.serve = lambda service: calls.append("serve")  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "ragbrain.mcp_server.server", server)
+
+    result = CliRunner().invoke(app, ["mcp", "--store", str(tmp_path / "store")])
+
+    assert result.exit_code == 0, result.output
+    assert calls == ["load", "serve"]
+
+
+def test_the_critic_loads_beside_the_store_and_its_errors_reach_the_caller() -> None:
+    from ragbrain.mcp_server.service import _Background
+
+    assert _Background(lambda: 42).result() == 42
+    with pytest.raises(ValueError, match="bad critic"):
+        _Background(lambda: (_ for _ in ()).throw(ValueError("bad critic"))).result()
+
+
 def test_allow_must_be_existing_folders(tmp_path: Path) -> None:
     with pytest.raises(InvalidInputError, match=r"--allow .*missing: not an existing folder"):
         RagbrainService(tmp_path / "store", allowed=[tmp_path / "missing"])
@@ -105,9 +147,7 @@ def test_the_ingest_tool_stores_a_subfolder_under_the_folder_that_holds_it(
     ]
     assert (again.added, again.unchanged, again.deleted) == (0, 2, 0)
     assert service.stats().chunks == len(NOTES)
-    assert {c.source for c in service.search("redis cache stampede", None, 10).chunks} <= set(
-        NOTES
-    )
+    assert {c.source for c in service.search("redis cache stampede", None, 10).chunks} <= set(NOTES)
 
 
 def test_search_results_are_cleaned_capped_and_relative(

@@ -313,3 +313,19 @@ def test_a_far_question_whose_rare_words_one_chunk_holds_is_answered() -> None:
     reason = refusal_reason("breast cancer", 0.7, cut, support=0.3)
     assert reason is not None and "rare words (0.30)" in reason
     assert refusal_reason("breast cancer", 0.7, cut) is not None  # no lexical search: no rescue
+
+
+def test_a_type_filter_does_not_make_an_answerable_question_off_topic(fake_store: Store) -> None:
+    """The filtered first search finds only far chunks; the type-free fallback finds the
+    note: refusal reads the nearest chunk of every search the run made."""
+    query = "nightly backup s3 credentials expired"
+    unfiltered = run(fake_store, query, "off")
+    nearest = float(unfiltered["nearest_distance"])  # type: ignore[arg-type]
+    cut = OffTopicCut(nearest + 0.05, nearest, "test cut", "fake")
+    graph = build_graph(fake_store, offtopic=cut)
+    out = graph.invoke(
+        {"query": query, "type_filter": ["decision"]},
+        context=RetrievalContext(gate_threshold=nearest + 0.01),
+    )
+    assert out["fallback"] is True and out["answerable"] is True and out["documents"]
+    assert out["nearest_distance"] == pytest.approx(nearest, abs=1e-6)

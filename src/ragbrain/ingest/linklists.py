@@ -1,7 +1,8 @@
 """Spotting link-list files (an index of links to other notes, little prose of their own).
 
 Such a file (a README listing every note) matches almost any question a little, so its many
-chunks crowd real notes out of the results. ``doctor`` names them with the ignore line to add.
+chunks crowd real notes out of the results. ``ingest`` warns about them when it writes them,
+and ``doctor`` names them, each with the ignore line to add.
 """
 
 from __future__ import annotations

@@ -72,7 +72,9 @@ def place(path: Path, roots: Sequence[str], root: Path | None = None) -> Placeme
     if holding:
         outer = min(holding, key=lambda r: (len(real(Path(r)).parts), r))
         return Placement(Path(outer), Path(outer) / resolved.relative_to(real(Path(outer))))
-    candidate = root if root is not None else path if path.is_dir() else path.parent
+    candidate = Path(
+        os.path.abspath(root if root is not None else path if path.is_dir() else path.parent)
+    )
     inside = tuple(r for r in roots if _holds(str(candidate), real(Path(r))))
     return Placement(candidate, path, new=True, absorbed=inside)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -149,7 +150,7 @@ def ingest(
         StoreLockedError: Another process is ingesting into the same store folder.
         StoreUnavailableError: The store's server stayed unreachable past the deadline.
     """
-    given = Path(path).expanduser().absolute()
+    given = Path(os.path.abspath(Path(path).expanduser()))
     if not given.exists():
         raise FileNotFoundError(f"{given}: no such file or folder")
     # One writer at a time: a second `ragbrain ingest` on the same folder fails at once

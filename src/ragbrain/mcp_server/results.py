@@ -13,6 +13,8 @@ from ragbrain.store.reader import MAX_READ_CHARS
 
 MAX_TEXT_CHARS = 2000
 MAX_LABEL_CHARS = 300
+#: The highest line number a tool takes (``get``'s range; an open end reads to here).
+MAX_LINE = 10_000_000
 
 
 def clean_text(text: str, limit: int = MAX_TEXT_CHARS) -> tuple[str, bool]:

@@ -9,13 +9,13 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from ragbrain.errors import InvalidInputError
 from ragbrain.ingest.inbox import MAX_NOTE_CHARS, MAX_TAGS, MAX_TITLE_CHARS
+from ragbrain.mcp_server.results import MAX_LINE
 from ragbrain.query.filters import MAX_ITEM_CHARS, MAX_ITEMS, Filters
 from ragbrain.query.inputs import check_types
 from ragbrain.store.reader import MAX_NEIGHBOURS, MAX_SOURCE_CHARS
 
 MAX_K = 50
 MAX_QUERY_CHARS = 2000
-MAX_LINE = 10_000_000
 
 # The argument models (the result models and their helpers are in ``results``).
 __all__ = [

@@ -26,6 +26,7 @@ from ragbrain.graph import build_graph
 from ragbrain.ingest.inbox import Inbox
 from ragbrain.mcp_server.results import (
     MAX_LABEL_CHARS,
+    MAX_LINE,
     Chunk,
     GetResult,
     IngestResult,
@@ -38,7 +39,6 @@ from ragbrain.mcp_server.results import (
     clean_text,
     finite_or_none,
 )
-from ragbrain.mcp_server.schemas import MAX_LINE
 from ragbrain.models.embeddings import model_name_of
 from ragbrain.nodes.critic import bind_critic
 from ragbrain.paths import default_store_path
@@ -216,13 +216,9 @@ class RagbrainService:
             # The critic loads in a thread of its own beside the store and the embedding
             # model (the first search came 0.6-0.8 s sooner on 2 busy cores, measured with
             # benchmarks.mcp_first_search).
-            if os.environ.get("SEQ_HACK"):
-                store = Store.open(self.store_path, self._embeddings, create=bool(self.allowed))
-                critic, off_reason = resolve_critic(self._critic_choice, "disable")
-            else:
-                critic_loader = _Background(lambda: resolve_critic(self._critic_choice, "disable"))
-                store = Store.open(self.store_path, self._embeddings, create=bool(self.allowed))
-                critic, off_reason = critic_loader.result()
+            critic_loader = _Background(lambda: resolve_critic(self._critic_choice, "disable"))
+            store = Store.open(self.store_path, self._embeddings, create=bool(self.allowed))
+            critic, off_reason = critic_loader.result()
             from ragbrain.lexical.sync import LexicalSearcher
 
             lexical = LexicalSearcher(store)

@@ -57,6 +57,8 @@ def make_fallback_search(store: Store, lexical: LexicalSearcher | None = None) -
         context = context_of(runtime)
         hybrid = context.search_mode == "hybrid" and lexical is not None
         coverage: float | None = None  # BM25's coverage of the query in the type-free search
+        wide_support: float | None = None  # and how much of it one chunk holds (refusal)
+        wide_nearest: float | None = None  # and its dense side's nearest chunk (refusal)
 
         def dense(k: int) -> list[Hit]:
             return store.search(query, k, None, filters) if filters else store.search(query, k)
@@ -89,6 +91,7 @@ def make_fallback_search(store: Store, lexical: LexicalSearcher | None = None) -
                 )
                 merged = merge_hits(state["hits"], rescued(wide.hits), wanted)
                 coverage = wide.weights.bm25_best
+                wide_support, wide_nearest = wide.support, wide.nearest
                 rungs = f"without the type filter (hybrid; {wide.weights.describe()})"
             else:
                 rankings: list[list[Hit] | list[str]] = [state["hits"]]
@@ -112,6 +115,13 @@ def make_fallback_search(store: Store, lexical: LexicalSearcher | None = None) -
         out: dict[str, Any] = {"hits": merged, "notes": [note]}  # the gate set "fallback"
         if coverage is not None:
             out["bm25_coverage"] = max(coverage, state.get("bm25_coverage") or 0.0)
+        # Refusal reads the widest evidence: the nearest chunk and the best support of every
+        # search the run made, the type-free one included.
+        nearest = [d for d in (state.get("nearest_distance"), wide_nearest) if d is not None]
+        nearest += [max(0.0, hit["distance"]) for hit in merged]
+        out["nearest_distance"] = min(nearest, default=None)
+        supports = [s for s in (state.get("lexical_support"), wide_support) if s is not None]
+        out["lexical_support"] = max(supports, default=None)
         return out
 
     return fallback_search

@@ -32,7 +32,8 @@ def make_vector_search(store: Store, lexical: LexicalSearcher | None = None) -> 
     requested type
     that matches no stored one is named in the trace with the closest ones. Path, tag and
     date filters (``ragbrain.query.filters``) apply to both sides; the trace says what they were
-    and how many chunks they left.
+    and how many chunks they left. An ingest the store records as unfinished (interrupted,
+    killed, or still running) is named in the trace: the store may lack some notes.
     """
 
     def vector_search(state: RetrievalState, runtime: Runtime[RetrievalContext]) -> dict[str, Any]:
