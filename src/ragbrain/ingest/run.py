@@ -173,8 +173,8 @@ def ingest(
         # A process killed after writing can leave chunks out of Chroma's vector index, or
         # in it but out of every search's reach.
         report.restored = len(store.restore_missing_vectors(thorough=check_index or None))
-        if report.restored:
-            log.warning(
+        if report.restored:  # the summary says so: logged, not warned, to say it once
+            log.info(
                 "%d chunks of %s were missing from its vector index or out of every search's "
                 "reach (a writer was killed?) and are written again from their stored vectors.",
                 report.restored,

@@ -37,7 +37,7 @@ from ragbrain.store.keys import (
     OFFTOPIC_KEY,
     PAGE,
 )
-from ragbrain.store.ledger import Ledger, LedgerView, bump
+from ragbrain.store.ledger import Ledger, LedgerView, bump, current_metadata
 from ragbrain.store.ledger import update as update_ledger
 from ragbrain.store.repair import restore_missing_vectors, writer_lock
 from ragbrain.store.resilience import StorePolicy, call
@@ -259,19 +259,14 @@ class Store:
         update_ledger(self.collection, self.call, {GATE_KEY: threshold, GATE_SOURCE_KEY: source})
 
     def offtopic_record(self) -> str | None:
-        """The off-topic cut ingest learnt for this store (JSON), if any."""
-        value = (self.collection.metadata or {}).get(OFFTOPIC_KEY)
+        """The off-topic cut ingest learnt for this store (JSON), if any, as stored now."""
+        value = current_metadata(self.collection).get(OFFTOPIC_KEY)
         return value if isinstance(value, str) else None
 
     def set_offtopic_record(self, record: str) -> None:
-        """Record the off-topic cut (``ragbrain.refusal.offtopic.OffTopicCut.to_json``)."""
-        kept = {
-            k: v for k, v in (self.collection.metadata or {}).items() if not k.startswith("hnsw:")
-        }
-        self.call(
-            "Writing the off-topic cut",
-            lambda: self.collection.modify(metadata={**kept, OFFTOPIC_KEY: record}),
-        )
+        """Record the off-topic cut (``ragbrain.refusal.offtopic.OffTopicCut.to_json``),
+        keeping the rest of the store's record as stored now."""
+        update_ledger(self.collection, self.call, {OFFTOPIC_KEY: record})
 
     @staticmethod
     def read_gate_threshold(
