@@ -89,4 +89,3 @@ def build_graph(
     builder.add_edge("fallback_search", "critic_filter")
     builder.add_edge("critic_filter", END)
     return builder.compile(name="ragbrain")
-

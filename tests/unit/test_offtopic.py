@@ -329,3 +329,25 @@ def test_a_type_filter_does_not_make_an_answerable_question_off_topic(fake_store
     )
     assert out["fallback"] is True and out["answerable"] is True and out["documents"]
     assert out["nearest_distance"] == pytest.approx(nearest, abs=1e-6)
+
+
+def test_a_multilingual_store_is_measured_across_scripts(tmp_path: Path) -> None:
+    """Notes in two scripts: the cut is how close the bank's questions come to the notes in a
+    script other than their own (a question finds a note in another script from farther)."""
+    embeddings = BagOfWordsEmbeddings()
+    thai = [f"บันทึก การสำรองข้อมูล ฐานข้อมูล หมายเลข {i}" for i in range(15)]
+    texts = notes(15) + thai
+    store = store_of(tmp_path, texts, embeddings)
+    got = offtopic.calibrate(store)
+    assert got is not None and "in 2 scripts, measured across scripts" in got.source
+    questions = offtopic.bank()
+    bank = np.array([embeddings.embed_query(q) for q in questions])
+    vectors = np.array(embeddings.embed_documents(texts))
+    distance = 1.0 - bank @ vectors.T
+    other = (
+        np.array([script_of(t) for t in texts])[None, :]
+        != np.array([script_of(q) for q in questions])[:, None]
+    )
+    nearest = np.where(other, distance, np.inf).min(axis=1)
+    expected = float(np.quantile(nearest[np.isfinite(nearest)], offtopic.levels("x")[0]))
+    assert got.distance == pytest.approx(expected, abs=1e-3)

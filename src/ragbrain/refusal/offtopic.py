@@ -74,8 +74,11 @@ SUPPORT_HITS = 10
 ENGLISH_ONLY = frozenset({"all-MiniLM-L6-v2"})
 #: A script this rare among the store's chunks is one the notes do not use.
 RARE_SCRIPT = 0.05
-#: Chunks read to learn the store's scripts.
+#: Chunks read to learn the store's scripts (the benchmark's reading of them).
 SCRIPT_SAMPLE = 400
+#: Chunks read (with their vectors) to measure a multilingual store across scripts; a larger
+#: store is measured on this sample (its nearest chunks a little farther: a looser cut).
+CROSS_SAMPLE = 5000
 
 
 @dataclass(frozen=True)
@@ -190,6 +193,24 @@ def nearest_distances(store: Store, vectors: Any) -> list[float]:
     return [max(0.0, float(d[0])) for d in found["distances"] or [] if d]
 
 
+def cross_script_distances(
+    questions: Sequence[str], vectors: Any, texts: Sequence[str], chunk_vectors: Any
+) -> list[float]:
+    """Each question's cosine distance to its nearest chunk written in another script."""
+    import numpy as np
+
+    chunks = np.asarray(chunk_vectors, dtype=np.float32)
+    chunks /= np.maximum(np.linalg.norm(chunks, axis=1, keepdims=True), 1e-12)
+    asked = np.asarray(vectors, dtype=np.float32)
+    asked /= np.maximum(np.linalg.norm(asked, axis=1, keepdims=True), 1e-12)
+    chunk_scripts = np.array([script_of(t) for t in texts])
+    question_scripts = np.array([script_of(q) for q in questions])
+    distance = 1.0 - asked @ chunks.T
+    other = chunk_scripts[None, :] != question_scripts[:, None]
+    nearest = np.where(other, distance, np.inf).min(axis=1)
+    return [max(0.0, float(d)) for d in nearest if np.isfinite(d)]
+
+
 def quantile(values: Sequence[float], q: float) -> float:
     """The ``q`` quantile of ``values`` (linear interpolation, as numpy's default)."""
     ordered = sorted(values)
@@ -275,17 +296,31 @@ def calibrate(
         )
     english = model in ENGLISH_ONLY
     questions = bank(english_only=english)
-    distances = nearest_distances(store, _bank_vectors(store, questions))
+    vectors = _bank_vectors(store, questions)
     sample = store.call(
         "Reading chunks for their scripts",
-        lambda: store.collection.get(limit=SCRIPT_SAMPLE, include=["documents"]),
+        lambda: store.collection.get(
+            limit=CROSS_SAMPLE,
+            include=["documents", "embeddings"] if not english else ["documents"],
+        ),
     )
-    scripts = script_shares(t for t in sample["documents"] or [] if t)
+    texts = [t or "" for t in sample["documents"] or []]
+    scripts = script_shares(t for t in texts if t)
+    written_in = [s for s, share in scripts.items() if share >= RARE_SCRIPT and s != "none"]
+    source = f"calibrated on {len(questions)} general questions over {count} chunks"
+    if not english and len(written_in) > 1:
+        # A multilingual store answers across scripts, and a question finds a note in another
+        # script only from farther away: the cut is how close general questions come to the
+        # notes in a script other than their own.
+        distances = cross_script_distances(questions, vectors, texts, sample["embeddings"])
+        source += f" in {len(written_in)} scripts, measured across scripts"
+    else:
+        distances = nearest_distances(store, vectors)
     distance = quantile(distances, level)
     return OffTopicCut(
         distance=round(distance, 4),
         strict=round(distance * strict_scale, 4),
-        source=f"calibrated on {len(questions)} general questions over {count} chunks",
+        source=source,
         model=model,
         scripts={k: round(v, 4) for k, v in scripts.items()},
         chunks=count,
