@@ -40,9 +40,10 @@ client. One subcommand each:
   `initialize` returns. Spawns the real ``ragbrain mcp --store STORE`` over stdio, times
   ``initialize`` from the spawn, then the first ``search`` from the moment ``initialize``
   returned (the server loads its embedding model, critic and lexical index in a background
-  thread from its start, so this is what a client waits for on top of the handshake). Each run
-  is a fresh process; the store is the bundled sample notes (or ``--store``). Prints each run
-  and the medians.
+  thread from its start, so this is what a client waits for on top of the handshake), beside
+  ``late``, the same service with loading started only when it starts serving. Each run is a
+  fresh process, the sides alternating; the store is the bundled sample notes (or
+  ``--store``). Prints each run with the load average, then the medians.
 
     python -m benchmarks.mcp_speed roundtrip [--rounds 5] [--threads 1]
     python -m benchmarks.mcp_speed tools [--calls 100] [--remembers 10]
@@ -646,15 +647,26 @@ def http(args: argparse.Namespace) -> None:
 # --- first-search: the first answer after the handshake --------------------------------------
 
 FIRST_QUERY = "Why did the nightly database backup fail?"
+#: The same service served with loading started only when the server starts serving (what
+#: ``ragbrain mcp`` did before its loading moved ahead of the MCP SDK's import).
+LATE = (
+    "import sys; from ragbrain.mcp_server import RagbrainService, serve; "
+    "serve(RagbrainService(sys.argv[1]))"
+)
 
 
-async def first_search_run(store: Path) -> tuple[float, float]:
+def first_search_command(side: str, store: Path) -> StdioServerParameters:
+    """How each side's server is started."""
+    if side == "late":
+        return StdioServerParameters(command=sys.executable, args=["-c", LATE, str(store)])
+    ragbrain = str(Path(sys.executable).parent / "ragbrain")
+    return StdioServerParameters(command=ragbrain, args=["mcp", "--store", str(store)])
+
+
+async def first_search_run(params: StdioServerParameters) -> tuple[float, float]:
     """Seconds from spawn to ``initialize`` returning, and from then to the first answer."""
-    params = StdioServerParameters(
-        command=str(Path(sys.executable).parent / "ragbrain"), args=["mcp", "--store", str(store)]
-    )
     spawned = time.perf_counter()
-    with open("/dev/null", "w") as quiet:
+    with open(os.devnull, "w") as quiet:  # the SDK wants a text stream
         async with (
             stdio_client(params, errlog=quiet) as (read, write),
             ClientSession(read, write) as session,
@@ -669,18 +681,27 @@ async def first_search_run(store: Path) -> tuple[float, float]:
 
 
 def first_search(args: argparse.Namespace) -> None:
-    """Run the measurement and print each run and the medians."""
+    """Both sides in turn (``ragbrain mcp`` as shipped, and ``late``), each run a fresh
+    process; print each run with the load average, then the medians."""
     store = args.store if args.store is not None else sample_store()
-    inits, firsts = [], []
+    sides = ("ragbrain mcp", "late")
+    times: dict[str, list[tuple[float, float]]] = {side: [] for side in sides}
     for run in range(args.runs):
-        init, first = asyncio.run(first_search_run(store))
-        inits.append(init)
-        firsts.append(first)
-        print(f"run {run + 1}: initialize {init:.2f} s after spawn, first search {first:.2f} s")
-    print(
-        f"median of {args.runs}: initialize {statistics.median(inits):.2f} s after spawn, "
-        f"first search {statistics.median(firsts):.2f} s after initialize"
-    )
+        for side in sides if run % 2 == 0 else sides[::-1]:
+            load = os.getloadavg()[0]
+            init, first = asyncio.run(first_search_run(first_search_command(side, store)))
+            times[side].append((init, first))
+            print(
+                f"run {run + 1} {side}: initialize {init:.2f} s after spawn, first search "
+                f"{first:.2f} s after initialize (load average {load:.1f})"
+            )
+    print("| side | spawn to initialize | initialize to first answer | spawn to first answer |")
+    print("|---|---:|---:|---:|")
+    for side, pairs in times.items():
+        init = statistics.median(i for i, _ in pairs)
+        first = statistics.median(f for _, f in pairs)
+        total = statistics.median(i + f for i, f in pairs)
+        print(f"| {side} | {init:.2f} s | {first:.2f} s | {total:.2f} s |")
 
 
 def main() -> None:
