@@ -351,3 +351,34 @@ def test_a_multilingual_store_is_measured_across_scripts(tmp_path: Path) -> None
     nearest = np.where(other, distance, np.inf).min(axis=1)
     expected = float(np.quantile(nearest[np.isfinite(nearest)], offtopic.levels("x")[0]))
     assert got.distance == pytest.approx(expected, abs=1e-3)
+
+
+@pytest.mark.parametrize(
+    "query", ["kubernetes", "pg_stat_statements", "restore_database()"], ids=str
+)
+def test_a_one_word_or_identifier_question_the_notes_hold_is_answered(
+    tmp_path: Path, query: str
+) -> None:
+    """A bare word or a code identifier that a note holds is answered (near enough, or
+    rescued by the chunk holding its rare words); a word no note holds is refused."""
+    from ragbrain.retriever import CorrectiveRetriever
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for i, text in enumerate(notes(24)):
+        (folder / f"n{i}.md").write_text(text, encoding="utf-8")
+    (folder / "ops.md").write_text(
+        "Slow queries: read pg_stat_statements, then call restore_database() on the replica.",
+        encoding="utf-8",
+    )
+    from ragbrain.ingest import ingest
+
+    ingest(folder, Store.open(tmp_path / "store", BagOfWordsEmbeddings(), create=True))
+    retriever = CorrectiveRetriever.from_store(
+        tmp_path / "store", embeddings=BagOfWordsEmbeddings(), critic=None
+    )
+    out = retriever.run(query)
+    assert out["answerable"] is True and out["documents"], out["notes"]
+    assert "on topic: nearest distance" in out["notes"][-1]
+    unknown = retriever.run("zanzibar")  # a word no note holds, far from every note
+    assert unknown["answerable"] is False and "off-topic" in str(unknown["abstain_reason"])
