@@ -41,7 +41,7 @@ import numpy as np
 
 from benchmarks.common import say
 from benchmarks.lodo import SUBCORPUS_QUERIES, set_arguments, shipped_critic_and_sets
-from benchmarks.lodo_data import subcorpus
+from benchmarks.lodo.data import subcorpus
 from ragbrain.evaluation.beir import cache_root, load_split
 from ragbrain.evaluation.lodo import domain_of
 from ragbrain.evaluation.offtopic import evaluation_bank, offtopic_sources

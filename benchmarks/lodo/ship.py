@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchmarks.common import say
-from benchmarks.lodo_fit import labelled_scores, shipped_scorer
+from benchmarks.lodo.fit import labelled_scores, shipped_scorer
 from ragbrain.refusal.abstain import MAX_FALSE_REFUSAL
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ with some documents removed, for the missing-answer scenario), the critic's scor
 (the shipped layer, or a layer refit here), and the fits: the score fusion's dense share, the
 critic's last layer, its layout and threshold, and the abstention cuts. ``fit_fold`` runs
 them all on a fold's fit sets; ``benchmarks.lodo`` judges the held-apart set with the result,
-``benchmarks.lodo_ship`` writes the every-set fit into a critic folder.
+``benchmarks.lodo.ship`` writes the every-set fit into a critic folder.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from benchmarks.lodo_data import Record, SetData, rows_of
+from benchmarks.lodo.data import Record, SetData, rows_of
 from ragbrain.lexical.fusion import DENSE_SHARE
 from ragbrain.refusal.abstain import EvidenceRow, fit_thresholds
 

@@ -12,9 +12,9 @@ train/dev queries only, and the held-apart set's test queries are judged:
 - the abstention thresholds (``ragbrain.refusal.abstain``) on the fit sets' missing-answer scenario:
   the most answerless queries refused while every fit set refuses <= 5% of its answerable ones.
 
-Those fits live in ``benchmarks.lodo_fit`` (``fit_fold``), the writing of the every-set fit
+Those fits live in ``benchmarks.lodo.fit`` (``fit_fold``), the writing of the every-set fit
 into a critic folder (``--ship-layer``, ``--ship-threshold``, ``--ship-abstention``) in
-``benchmarks.lodo_ship``; this module judges the held-apart sets and writes the report.
+``benchmarks.lodo.ship``; this module judges the held-apart sets and writes the report.
 
 The critic's *encoder* is not retrained per fold: the shipped one saw SciFact train and
 NFCorpus dev, so on those two sets the critic figures are not LODO, and the tables say so.
@@ -22,7 +22,7 @@ NFCorpus dev, so on those two sets the critic figures are not LODO, and the tabl
 held-apart set (docs/quality.md: SciFact and NFCorpus that way).
 
 Each query's candidates and the critic's per-pair inputs are read once and cached
-(``benchmarks.lodo_data``); every variant is then a recombination: ablation (dense top 10,
+(``benchmarks.lodo.data``); every variant is then a recombination: ablation (dense top 10,
 + hybrid, + adaptive depth, + gate and fallback, + critic), the fixes, the critic on its own
 candidates (k = 10), the missing-answer scenario and its baseline (the 0.55 distance gate).
 
@@ -39,8 +39,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchmarks.common import save, say
-from benchmarks.lodo_data import Record, SetData, ensure_rows, load_role, subcorpus
-from benchmarks.lodo_fit import (
+from benchmarks.lodo.data import Record, SetData, ensure_rows, load_role, subcorpus
+from benchmarks.lodo.fit import (
     DENSE_SHARES,
     JUDGE_K,
     Scorer,
@@ -55,7 +55,7 @@ from benchmarks.lodo_fit import (
     layer_scorer,
     shipped_scorer,
 )
-from benchmarks.lodo_ship import ship_abstention, ship_layer, ship_threshold
+from benchmarks.lodo.ship import ship_abstention, ship_layer, ship_threshold
 from ragbrain.lexical.fusion import DENSE_SHARE
 
 if TYPE_CHECKING:
@@ -333,7 +333,7 @@ def set_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         default=[],
         metavar="SET=DOCS",
         help="Sets judged on a smaller corpus of DOCS documents "
-        "(benchmarks.lodo_data.subcorpus): too big to embed on this machine.",
+        "(benchmarks.lodo.data.subcorpus): too big to embed on this machine.",
     )
     parser.add_argument(
         "--embedding",
@@ -489,7 +489,7 @@ def main() -> None:
         ship_threshold(args.ship_threshold, everything, critic, model)
     if args.ship_abstention is not None:
         ship_abstention(args.ship_abstention, everything, model)
-    from benchmarks.lodo_report import markdown
+    from benchmarks.lodo.report import markdown
 
     name = args.name or ("lodo" if args.embedding == "minilm" else "lodo-e5")
     save(name, payload, markdown(payload))
