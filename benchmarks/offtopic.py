@@ -29,7 +29,6 @@ scenario read from the same lists (each query's relevant documents left out).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import statistics
 from collections.abc import Sequence
@@ -42,7 +41,7 @@ import numpy as np
 from benchmarks.common import say
 from benchmarks.lodo import SUBCORPUS_QUERIES, set_arguments, shipped_critic_and_sets
 from benchmarks.lodo.data import subcorpus
-from ragbrain.evaluation.beir import cache_root, load_split
+from ragbrain.evaluation.beir import load_split
 from ragbrain.evaluation.lodo import domain_of
 from ragbrain.evaluation.offtopic import evaluation_bank, offtopic_sources
 from ragbrain.evaluation.report import write_json
@@ -70,22 +69,6 @@ class Rows:
         """Which questions the rule refuses at this cut and support."""
         far = (self.distance > cut) & (self.support < support)
         return np.asarray(self.script | far)
-
-
-def _embed_all(model: str, texts: Sequence[str]) -> Any:
-    """Every text's query embedding by ``model``, cached."""
-    from ragbrain.models.embeddings import embeddings_for
-
-    digest = hashlib.sha256("\n".join([model, *texts]).encode()).hexdigest()[:16]
-    path = cache_root() / "offtopic" / f"vectors-{digest}.npy"
-    if path.is_file():
-        return np.load(path, allow_pickle=False)
-    say(f"embedding {len(texts)} questions with {model}")
-    embeddings = embeddings_for(model)
-    vectors = np.asarray([embeddings.embed_query(t) for t in texts], dtype=np.float32)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    np.save(path, vectors, allow_pickle=False)
-    return vectors
 
 
 def _decision_ms(index: Any, texts: Sequence[str]) -> float:
@@ -130,9 +113,9 @@ class Measured:
         texts.update({f"bank|eval|{q['id']}": q["text"] for q in self.eval_bank})
         self.texts = texts
         self.keys = sorted(texts)
-        vectors = _embed_all(self.model, [texts[k] for k in self.keys])
         sub_docs = {n: int(d) for n, _, d in (item.partition("=") for item in args.subcorpus)}
         embeddings = embeddings_for(self.model)
+        vectors = offtopic.query_vectors(embeddings, [texts[k] for k in self.keys])
         self.distance: dict[str, dict[str, float]] = {}
         self.support: dict[str, dict[str, float]] = {}
         self.missing_support: dict[str, dict[str, float]] = {}

@@ -10,8 +10,9 @@ import pytest
 from ragbrain.context import DEFAULT_GATE_THRESHOLD, RetrievalContext
 from ragbrain.errors import InvalidInputError
 from ragbrain.evaluation.beir import corpus_store, load_split
-from ragbrain.evaluation.calibrate import labelled_samples, pseudo_query, pseudo_samples
+from ragbrain.evaluation.calibrate import labelled_samples, pseudo_samples
 from ragbrain.evaluation.calibrate_run import run_calibration
+from ragbrain.gates import pseudo_query
 from ragbrain.retriever import CorrectiveRetriever
 from ragbrain.store import Store
 from tests.support.beir_folders import make_folder

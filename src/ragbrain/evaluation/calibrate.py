@@ -9,13 +9,12 @@ left out of the results (the store lacks the answer, as for an unrelated questio
 
 from __future__ import annotations
 
-import itertools
 import random
-import re
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from ragbrain.errors import InvalidInputError
+from ragbrain.gates import best_f1, pseudo_searches
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -24,7 +23,6 @@ if TYPE_CHECKING:
     from ragbrain.store import Store
 
 SEARCH_K = 10
-_SENTENCE_END = re.compile(r"(?<=[.!?\u3002\uff01\uff1f])\s*")  # and the CJK full stops
 
 
 @dataclass(frozen=True)
@@ -88,18 +86,8 @@ def operating_point(
             "(--samples) or another split."
         )
     auc = roc_auc(distances, no_relevant)
-    values = sorted(set(distances))
-    candidates = [(a + b) / 2 for a, b in itertools.pairwise(values)] or values
-    best: tuple[float, float, float, float] | None = None
-    for threshold in candidates:
-        flagged = [d > threshold for d in distances]
-        hits = sum(f and y for f, y in zip(flagged, no_relevant, strict=True))
-        precision = hits / sum(flagged) if any(flagged) else 0.0
-        recall = hits / positives
-        f1 = 2 * precision * recall / (precision + recall) if hits else 0.0
-        if best is None or f1 >= best[3]:
-            best = (threshold, precision, recall, f1)
-    assert best is not None
+    best = best_f1(distances, no_relevant)
+    assert best is not None  # both kinds are there (checked above)
     threshold, precision, recall, f1 = best
     return Calibration(
         threshold=round(threshold, 4),
@@ -129,14 +117,6 @@ def labelled_samples(
     return distances, no_relevant
 
 
-def pseudo_query(text: str, title: str = "") -> str:
-    """A chunk's title and first sentence (at most 30 words), the question it can answer."""
-    body = text.removeprefix(title).strip() if title else text.strip()
-    sentence = _SENTENCE_END.split(body, maxsplit=1)[0].strip()
-    query = f"{title.rstrip(' .')}. {sentence}" if title and sentence else title or sentence
-    return " ".join(query.split()[:30])
-
-
 def pseudo_samples(
     store: Store, n: int = 300, seed: int = 0, k: int = SEARCH_K
 ) -> tuple[list[float], list[bool]]:
@@ -162,22 +142,6 @@ def pseudo_samples(
             f"The store at {store.location} holds {len(sources)} source(s); self-supervised "
             "calibration needs at least 2. Ingest more notes, or calibrate with --data."
         )
-    rng = random.Random(seed)
-    distances: list[float] = []
-    no_relevant: list[bool] = []
-    for id_, text, raw in rng.sample(records, min(n, len(records))):
-        meta = raw or {}
-        query = pseudo_query(text or "", str(meta.get("title") or ""))
-        if not query:
-            continue
-        source = str(meta.get("source", id_))
-        hits = store.search(query, k * 3)
-        if not hits:
-            continue
-        distances.append(hits[0]["distance"])
-        no_relevant.append(False)
-        others = [h for h in hits if str(h["metadata"].get("source", h["id"])) != source]
-        if others:
-            distances.append(others[0]["distance"])
-            no_relevant.append(True)
+    drawn = random.Random(seed).sample(records, min(n, len(records)))
+    distances, no_relevant = pseudo_searches(store, drawn, k * 3)
     return distances, no_relevant

@@ -38,6 +38,7 @@ from ragbrain.paths import cache_root
 
 if TYPE_CHECKING:
     import numpy as np
+    from langchain_core.embeddings import Embeddings
 
     from ragbrain.lexical.index import LexicalIndex
     from ragbrain.store import Store
@@ -155,26 +156,27 @@ def bank(english_only: bool = False) -> tuple[str, ...]:
     return tuple(r["text"] for r in rows if not english_only or r["lang"] == "en")
 
 
-def _bank_vectors(store: Store, questions: Sequence[str]) -> np.ndarray:
-    """The embeddings of ``questions`` by the store's model, cached per model and bank."""
+def query_vectors(embeddings: Embeddings, texts: Sequence[str]) -> np.ndarray:
+    """The query embeddings of ``texts``, cached under ``cache_root()`` per model (its name,
+    variant and dimension) and texts: the bank is embedded once per model, not per ingest."""
     import numpy as np
 
     from ragbrain.models.embeddings import model_name_of
 
-    model = model_name_of(store.embeddings)
-    variant = str(getattr(store.embeddings, "variant", ""))
-    dimension = str(len(store.embeddings.embed_query(questions[0])))
-    key = "\n".join([model, variant, dimension, *questions])
+    model = model_name_of(embeddings)
+    variant = str(getattr(embeddings, "variant", ""))
+    dimension = str(len(embeddings.embed_query(texts[0])))
+    key = "\n".join([model, variant, dimension, *texts])
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     path = cache_root() / "refusal" / f"bank-{digest}.npy"
     if path.is_file():
         try:
             vectors: np.ndarray = np.load(path, allow_pickle=False)
-            if vectors.shape[0] == len(questions):
+            if vectors.shape[0] == len(texts):
                 return vectors
         except (OSError, ValueError):
-            log.warning("Re-embedding the off-topic bank: %s is unreadable", path)
-    vectors = np.asarray([store.embeddings.embed_query(q) for q in questions], dtype=np.float32)
+            log.warning("Embedding the questions again: %s is unreadable", path)
+    vectors = np.asarray([embeddings.embed_query(q) for q in texts], dtype=np.float32)
     buffer = io.BytesIO()
     np.save(buffer, vectors, allow_pickle=False)
     write_bytes(path, buffer.getvalue())
@@ -296,7 +298,7 @@ def calibrate(
         )
     english = model in ENGLISH_ONLY
     questions = bank(english_only=english)
-    vectors = _bank_vectors(store, questions)
+    vectors = query_vectors(store.embeddings, questions)
     sample = store.call(
         "Reading chunks for their scripts",
         lambda: store.collection.get(
