@@ -202,7 +202,10 @@ def forget_queries(store: Store) -> None:
 
 def save(name: str, payload: dict[str, Any], markdown: str) -> None:
     """Write ``results/<name>.json`` and ``.md`` atomically, with the machine they ran on."""
-    command = " ".join([f"python -m benchmarks.{Path(sys.argv[0]).stem}", *sys.argv[1:]])
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    module = spec.name.removesuffix(".__main__") if spec else f"benchmarks.{Path(sys.argv[0]).stem}"
+    command = " ".join([f"python -m {module}", *sys.argv[1:]])
     payload = {**payload, "machine": machine(), "command": command}
     write_json(RESULTS / f"{name}.json", payload)
     m = payload["machine"]

@@ -403,6 +403,13 @@ def run_once(src: Path, args: list[str]) -> tuple[float, float, int, str]:
     return wall, cpu, done.returncode, tail
 
 
+def import_chromadb() -> float:
+    """Wall seconds of ``python -c "import chromadb"``: the floor a cold query is held to."""
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import chromadb"], check=True)
+    return time.perf_counter() - started
+
+
 def stages(src: Path, store: Path) -> dict[str, float]:
     """Where a cold query's time goes in the tree at ``src`` (one process)."""
     env = {**os.environ, "PYTHONPATH": str(src)}
@@ -448,6 +455,7 @@ def cold(options: argparse.Namespace) -> None:
                 raise SystemExit(f"{tree}: the untimed first query failed: {tail}")
         results: dict[str, dict[str, list[Any]]] = {}
         leftovers: dict[str, bool] = {}
+        reference: list[float] = []
         for name in cold_cases(store, scratch):
             results[name] = {tree: [] for tree in trees}
             for round_ in range(options.rounds):
@@ -462,6 +470,8 @@ def cold(options: argparse.Namespace) -> None:
                         leftovers[tree] = (
                             leftovers.get(tree, False) or (new / "chroma.sqlite3").exists()
                         )
+                if name == "query (cold start)":  # the floor, in the same rounds
+                    reference.append(import_chromadb())
                 say(f"{name}: round {round_ + 1}/{options.rounds} ({tail})")
         where = {tree: stages(src, stores[tree]) for tree, src in trees.items()}
     summary = {
@@ -483,6 +493,7 @@ def cold(options: argparse.Namespace) -> None:
         "runs": results,
         "stages": where,
         "store_left_by_failed_ingest": leftovers,
+        "import_chromadb": {"walls": reference, "wall_p50": statistics.median(reference)},
     }
     save("cold_start", payload, cold_markdown(payload))
 
@@ -507,7 +518,14 @@ def cold_markdown(payload: dict[str, Any]) -> str:
             f"{new['cpu_p50']:.2f} | {new['wall_max']:.2f} | {new['exit_codes']} |"
         )
     left = payload["store_left_by_failed_ingest"]
+    floor = payload["import_chromadb"]["wall_p50"]
+    cold = payload["summary"]["query (cold start)"]
     lines += [
+        "",
+        f'`python -c "import chromadb"`, timed in the same rounds: {floor:.2f} s p50. A cold '
+        "query takes "
+        + ", ".join(f"{cold[tree]['wall_p50'] / floor:.2f}x that ({tree})" for tree in cold)
+        + ".",
         "",
         "`ingest notthere --store NEW` left NEW/chroma.sqlite3 behind: "
         + ", ".join(f"{tree} {'yes' if flag else 'no'}" for tree, flag in left.items()),

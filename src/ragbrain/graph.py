@@ -45,8 +45,9 @@ def build_graph(
     Args:
         store: The opened store the searches read; its gate threshold is resolved here, once.
         critic: Scores chunks in ``critic_filter``; None keeps every chunk and says so;
-            ``"default"`` (the shipped critic) or a critic folder is loaded here. A
-            ``TransformerCritic`` is bound to the store's embedding model (``bind_critic``).
+            ``"default"`` (the shipped critic) or a critic folder is loaded here, and bound to
+            the store (``bind_critic``): the shipped critic is the evidence critic on an
+            all-MiniLM-L6-v2 store and the cross-encoder on the others.
         critic_off_reason: What the trace says when ``critic`` is None.
         lexical: The store's lexical index (``ragbrain.lexical.LexicalSearcher``), for hybrid
             search and the lexical rescue; None searches by vectors only.
@@ -65,7 +66,7 @@ def build_graph(
     check_graph_inputs(store, lexical)
     critic, critic_off_reason = graph_critic(critic, critic_off_reason)
     gate = GateSetting(*store_gate(store), lexical=lexical is not None)
-    bound = bind_critic(critic, store) if critic is not None else None
+    bound = bind_critic(critic, store, lexical) if critic is not None else None
     cut = store_cut(store) if offtopic == "store" else offtopic
     builder: StateGraph[Any, RetrievalContext, RetrievalInput, RetrievalOutput] = StateGraph(
         RetrievalState,

@@ -291,3 +291,34 @@ def test_calibrate_a_store_on_its_own_model(sample_store_path: Path, tmp_path: P
     refused = runner.invoke(app, [*base, "--embedding", "e5-small"])
     assert refused.exit_code == 2
     assert "all-MiniLM-L6-v2" in refused.output and "multilingual-e5-small" in refused.output
+
+
+COLD_QUERY = """
+import json, sys
+from ragbrain.cli import app
+try:
+    app(sys.argv[1:])
+except SystemExit as exc:
+    code = exc.code
+heavy = sorted(m for m in ("torch", "transformers") if m in sys.modules)
+print(json.dumps({"code": code, "heavy": heavy}))
+"""
+
+
+def test_a_query_on_an_english_store_loads_no_deep_learning_framework(
+    sample_store_path: Path,
+) -> None:
+    """The critic of an all-MiniLM-L6-v2 store is the evidence critic (numpy), and the query
+    is embedded on ONNX Runtime: a fresh process imports neither torch nor transformers."""
+    import subprocess
+    import sys
+
+    args = ["query", "how do I find a slow query", "--store", str(sample_store_path), "--json"]
+    done = subprocess.run(
+        [sys.executable, "-c", COLD_QUERY, *args], capture_output=True, text=True, check=False
+    )
+    last = json.loads(done.stdout.strip().splitlines()[-1])
+    assert last == {"code": 0, "heavy": []}, done.stderr[-2000:]
+    run = json.loads(done.stdout[: done.stdout.rindex("\n{")])
+    assert run["critic"].startswith("on (evidence, threshold"), run["critic"]
+    assert run["documents"] and run["documents"][0]["critic_score"] is not None

@@ -30,6 +30,9 @@ class _LoadedCritic(OverlapCritic):
         super().__init__()
         self.folder = folder
 
+    def for_model(self, embedding_model: str | None) -> _LoadedCritic:
+        return self
+
 
 def test_build_graph_loads_the_critic_it_is_named(
     fake_store: Store, monkeypatch: pytest.MonkeyPatch
@@ -39,7 +42,9 @@ def test_build_graph_loads_the_critic_it_is_named(
         {"query": "redis cache", "type_filter": None}
     )
     assert out["critic"].startswith("on")
-    loaded = resolve_critic("default")[0]
+    shipped = resolve_critic("default")[0]
+    assert isinstance(shipped, choice.ShippedCritic)
+    loaded = shipped.critic_for(fake_store.embedding_model)  # not an English store's model
     assert isinstance(loaded, _LoadedCritic) and loaded.folder == default_critic_path()
     off = build_graph(fake_store, critic=None).invoke({"query": "redis", "type_filter": None})
     assert off["critic"] == "off: no critic configured"

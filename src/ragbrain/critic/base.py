@@ -19,7 +19,10 @@ class Critic(Protocol):
     distances or ignore them.
     """
 
-    threshold: float
+    @property
+    def threshold(self) -> float:
+        """The calibrated cut below which a chunk counts as irrelevant."""
+        ...
 
     def score(
         self, query: str, passages: Sequence[str], distances: Sequence[float] | None = None
@@ -35,7 +38,11 @@ def keep_mask(scores: Sequence[float], threshold: float) -> list[bool]:
 
 def threshold_label(critic: Critic, threshold: float) -> str:
     """How the trace and the stats name a critic's cut: ``threshold 0.065``, plus ``, with
-    distance`` when the critic reads the hits' distances (``TransformerCritic.uses_distance``)."""
+    distance`` when the critic reads the hits' distances (``TransformerCritic.uses_distance``);
+    a critic with a ``kind`` (``evidence``) is named first: ``evidence, threshold 0.157``."""
+    kind = getattr(critic, "kind", None)
+    if isinstance(kind, str):
+        return f"{kind}, threshold {threshold:.3f}"
     with_distance = ", with distance" if getattr(critic, "uses_distance", False) else ""
     return f"threshold {threshold:.3f}{with_distance}"
 

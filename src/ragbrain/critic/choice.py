@@ -1,18 +1,26 @@
 """What ``critic=`` accepts, turned into a critic (or None) and the reason the trace gives when
-it is off: ``"default"``, a critic folder, a critic object, or None."""
+it is off: ``"default"`` (``ShippedCritic``: picked per store), a critic folder, a critic
+object, or None."""
 
 from __future__ import annotations
 
 import logging
 import os
+import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal, cast
+from typing import TYPE_CHECKING, Literal, cast
 
 from ragbrain.checks import check_critic_choice, check_one_of
 from ragbrain.critic.base import Critic
+from ragbrain.critic.evidence import EvidenceCritic, default_evidence_path
 from ragbrain.critic.folder import default_critic_path
 from ragbrain.critic.model import TransformerCritic
 from ragbrain.errors import CriticLoadError
+
+if TYPE_CHECKING:
+    from ragbrain.lexical.sync import LexicalSearcher
+    from ragbrain.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -21,12 +29,87 @@ OnCriticError = Literal["raise", "disable"]
 ON_CRITIC_ERROR: tuple[OnCriticError, ...] = ("raise", "disable")
 
 
+class ShippedCritic:
+    """The critic the package ships, picked for each store when a graph binds it
+    (``for_store``): the evidence critic (``ragbrain.critic.evidence``: no encoder, no torch)
+    on stores of the embedding model its layer learned (all-MiniLM-L6-v2), where the
+    cross-encoder adds nothing measurable on domains it never saw; the cross-encoder
+    (``TransformerCritic`` from ``default_critic_path()``) on the others (multilingual-e5-small
+    stores). Nothing loads until then, so choosing it costs nothing. Used unbound (``score``
+    without a store), it is the cross-encoder.
+    """
+
+    def __init__(self, folder: Path | None = None, evidence: Path | None = None) -> None:
+        """Check the shipped files that are cheap to read (the cross-encoder's calibration
+        and the evidence layer); the cross-encoder's weights load when a store needs them.
+
+        Raises:
+            CriticLoadError: A shipped file is missing or malformed.
+        """
+        from ragbrain.critic.folder import read_calibration
+
+        self.folder = folder or default_critic_path()
+        self.evidence_path = evidence or default_evidence_path()
+        self._lock = threading.Lock()
+        self._transformer: TransformerCritic | None = None
+        self._evidence: EvidenceCritic | None = None
+        if not self.folder.is_dir():
+            raise CriticLoadError(f"{self.folder}: no such critic folder.")
+        #: The cross-encoder's threshold without a distance layer (what ``score`` uses).
+        self.threshold = float(read_calibration(self.folder)["threshold"])
+        self.evidence()
+
+    def transformer(self) -> TransformerCritic:
+        """The cross-encoder (loaded on first use, once).
+
+        Raises:
+            CriticLoadError: Its folder cannot be loaded.
+        """
+        with self._lock:
+            if self._transformer is None:
+                self._transformer = TransformerCritic(self.folder)
+            return self._transformer
+
+    def evidence(self) -> EvidenceCritic | None:
+        """The evidence critic, unbound; None when the package has no layer for it.
+
+        Raises:
+            CriticLoadError: The layer file is there but malformed.
+        """
+        with self._lock:
+            if self._evidence is None and self.evidence_path.is_file():
+                self._evidence = EvidenceCritic(self.evidence_path)
+            return self._evidence
+
+    def critic_for(self, embedding_model: str | None) -> TransformerCritic | EvidenceCritic:
+        """The critic a store of ``embedding_model`` gets, loaded (not bound to a store)."""
+        evidence = self.evidence()
+        if evidence is not None and embedding_model == evidence.embedding_model:
+            return evidence
+        return self.transformer().for_model(embedding_model)
+
+    def for_store(self, store: Store, lexical: LexicalSearcher | None = None) -> Critic:
+        """The critic for ``store``, bound to it (``critic_for``; the evidence critic reads
+        ``lexical``, the store's lexical index)."""
+        critic = self.critic_for(store.embedding_model)
+        if isinstance(critic, EvidenceCritic):
+            return critic.for_store(store, lexical)
+        return critic
+
+    def score(
+        self, query: str, passages: Sequence[str], distances: Sequence[float] | None = None
+    ) -> list[float]:
+        """The cross-encoder's scores (unbound; a graph judges with ``for_store``'s critic)."""
+        return self.transformer().score(query, passages, distances)
+
+
 def resolve_critic(
     choice: CriticChoice, on_error: OnCriticError = "raise"
 ) -> tuple[Critic | None, str]:
     """Turn a critic choice into a critic (or None) and the reason the trace gives when off.
 
-    ``"default"`` is the critic that ships with the package; a path loads a critic folder;
+    ``"default"`` is the critic that ships with the package (``ShippedCritic``: which one a
+    store gets is decided when a graph binds it); a path loads a critic folder;
     ``None`` turns the critic off. ``on_error="disable"`` runs without a critic (logged once,
     marked in the trace) instead of raising ``CriticLoadError``.
 
@@ -42,11 +125,10 @@ def resolve_critic(
         choice = Path(choice)
     if not isinstance(choice, str | Path):
         return choice, ""
-    folder = default_critic_path() if choice == "default" else Path(choice)
-    if choice == "default" and not folder.is_dir():
+    if choice == "default" and not default_critic_path().is_dir():
         return None, "no trained default critic is installed"
     try:
-        return TransformerCritic(folder), ""
+        return (ShippedCritic() if choice == "default" else TransformerCritic(Path(choice))), ""
     except CriticLoadError as exc:
         if on_error == "raise":
             raise

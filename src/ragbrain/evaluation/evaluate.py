@@ -47,16 +47,18 @@ class EvalOptions:
 
 
 def eval_critic(folder: Path | None) -> Critic | None:
-    """The critic to evaluate: ``folder`` when given, else the shipped default when it exists.
+    """The critic to evaluate: ``folder`` when given, else the shipped default when it exists
+    (``ShippedCritic``: the graph picks the one the store's model gets).
 
     Raises:
         CriticLoadError: The folder is not a loadable critic.
     """
     from ragbrain.critic import TransformerCritic, default_critic_path
+    from ragbrain.critic.choice import ShippedCritic
 
     if folder is not None:
         return TransformerCritic(folder)
-    return TransformerCritic(default_critic_path()) if default_critic_path().is_dir() else None
+    return ShippedCritic() if default_critic_path().is_dir() else None
 
 
 @contextmanager

@@ -290,6 +290,23 @@ class LexicalIndex:
         terms = list(dict.fromkeys(self.query_terms(query)))
         return sum(self.idf(terms)) if terms else 0.0
 
+    def query_weights(self, query: str) -> tuple[dict[int, float], float]:
+        """What each of the query's distinct terms weighs, by rarity: the IDF of each term the
+        index knows (by term id), and the mass of them all, a term the index never saw
+        counting as the rarest (held by no chunk). A share of that mass is how much of the
+        question a text holds (``ragbrain.refusal.offtopic.lexical_support``,
+        ``ragbrain.critic.evidence``): a stemmed near-miss of a common word weighs little,
+        a rare word of the question the notes lack the most.
+
+        Returns:
+            ``(weights, mass)``; mass 0.0 for a question without index terms.
+        """
+        words = list(dict.fromkeys(tokenize(query)))
+        known = [self.vocab[w] for w in words if w in self.vocab]
+        weights = dict(zip(known, self.idf(known), strict=True)) if known else {}
+        unseen = float(idf(len(self.ids), np.zeros(1, dtype=np.int64))[0])
+        return weights, sum(weights.values()) + unseen * (len(words) - len(known))
+
     def terms_of(self, id_: str) -> set[int]:
         """The term ids an indexed chunk holds (empty for an id the index does not have)."""
         position = self._position.get(id_)

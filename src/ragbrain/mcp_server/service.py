@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from ragbrain.context import RetrievalContext
-from ragbrain.critic.base import threshold_label
-from ragbrain.errors import InvalidInputError, RagbrainError
+from ragbrain.critic.base import Critic, threshold_label
+from ragbrain.critic.choice import ShippedCritic
+from ragbrain.errors import CriticLoadError, InvalidInputError, RagbrainError
 from ragbrain.factory import CriticChoice, resolve_critic
 from ragbrain.gates import run_gate
 from ragbrain.graph import build_graph
@@ -213,15 +214,16 @@ class RagbrainService:
             # it (lexical index, calibrated gate, critic): a note that remember or ingest
             # writes is seen by the next search (a second client on the same folder would
             # not see it). With no embeddings given, the model the store records.
-            # The critic loads in a thread of its own beside the store and the embedding
-            # model (the first search came 0.6-0.8 s sooner on 2 busy cores, measured with
-            # benchmarks.mcp_first_search).
-            critic_loader = _Background(lambda: resolve_critic(self._critic_choice, "disable"))
+            # The critic loads in a thread of its own beside the lexical index: on an English
+            # store the evidence critic (a small JSON layer), on the others the cross-encoder
+            # (torch and its weights: 0.6-0.8 s of the first search on 2 busy cores, measured
+            # with benchmarks.mcp_speed first-search).
             store = Store.open(self.store_path, self._embeddings, create=bool(self.allowed))
-            critic, off_reason = critic_loader.result()
+            critic_loader = _Background(lambda: self._critic(store))
             from ragbrain.lexical.sync import LexicalSearcher
 
             lexical = LexicalSearcher(store)
+            critic, off_reason = critic_loader.result()
             graph = build_graph(store, critic, critic_off_reason=off_reason, lexical=lexical)
             retriever = CorrectiveRetriever(
                 graph=graph, known_types=store.known_types, context=self._context
@@ -229,8 +231,8 @@ class RagbrainService:
             if critic is None:
                 status = f"off: {off_reason}"
             else:
-                critic = bind_critic(critic, store)  # as the retriever's graph uses it
-                where = getattr(critic, "folder", None)
+                critic = bind_critic(critic, store, lexical)  # as the retriever's graph uses it
+                where = getattr(critic, "folder", None) or getattr(critic, "path", None)
                 status = f"{type(critic).__name__}{f' from {where}' if where else ''}, "
                 status += threshold_label(critic, critic.threshold)
             self._loaded = Loaded(store=store, retriever=retriever, critic=status, lexical=lexical)
@@ -241,6 +243,18 @@ class RagbrainService:
                 status,
             )
             return self._loaded
+
+    def _critic(self, store: Store) -> tuple[Critic | None, str]:
+        """The critic choice resolved (a load failure runs without it), with what the store
+        needs loaded: the shipped critic's cross-encoder only on a store that uses it."""
+        critic, off_reason = resolve_critic(self._critic_choice, "disable")
+        if isinstance(critic, ShippedCritic):
+            try:
+                critic.critic_for(store.embedding_model)
+            except CriticLoadError as exc:
+                log.warning("Running with the critic off: %s", exc)
+                return None, f"failed to load ({exc})"
+        return critic, off_reason
 
     def search(
         self,

@@ -32,13 +32,21 @@ from ragbrain.refusal.offtopic import OffTopicCut, refusal_reason
 from ragbrain.state import RETRIEVAL_KEY, Hit, RetrievalState
 
 if TYPE_CHECKING:
+    from ragbrain.lexical.sync import LexicalSearcher
     from ragbrain.store import Store
 
 
-def bind_critic(critic: Critic, store: Store) -> Critic:
-    """The critic as a graph over ``store`` uses it: a ``TransformerCritic`` bound to the
-    store's embedding model (``for_model``: its distance layer when it learned that model's
-    distances), any other critic as it is."""
+def bind_critic(critic: Critic, store: Store, lexical: LexicalSearcher | None = None) -> Critic:
+    """The critic as a graph over ``store`` uses it: the shipped critic picked for the
+    store's model (``ShippedCritic.for_store``: the evidence critic reading ``lexical`` on an
+    English store), a ``TransformerCritic`` bound to the store's embedding model
+    (``for_model``: its distance layer when it learned that model's distances), an
+    ``EvidenceCritic`` to the store's lexical index; any other critic as it is."""
+    from ragbrain.critic.choice import ShippedCritic
+    from ragbrain.critic.evidence import EvidenceCritic
+
+    if isinstance(critic, ShippedCritic | EvidenceCritic):
+        return critic.for_store(store, lexical)
     if isinstance(critic, TransformerCritic):
         return critic.for_model(store.embedding_model)
     return critic

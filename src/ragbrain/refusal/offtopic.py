@@ -250,23 +250,14 @@ def lexical_support(index: LexicalIndex, query: str, hits: Sequence[str]) -> flo
     Returns:
         A share in [0, 1]; None for a question without index terms.
     """
-    import numpy as np
-
-    from ragbrain.lexical.bm25 import idf
-    from ragbrain.lexical.tokens import tokenize
-
-    words = list(dict.fromkeys(tokenize(query)))
-    if not words:
+    weights, mass = index.query_weights(query)
+    if mass <= 0:
         return None
-    known = [index.vocab[w] for w in words if w in index.vocab]
-    weights = index.idf(known) if known else []
-    unseen = float(idf(len(index.ids), np.zeros(1, dtype=np.int64))[0])
-    mass = sum(weights) + unseen * (len(words) - len(known))
     best = 0.0
     for id_ in hits[:SUPPORT_HITS]:
         held = index.terms_of(id_)
-        best = max(best, sum(w for t, w in zip(known, weights, strict=True) if t in held))
-    return min(best / mass, 1.0) if mass > 0 else None
+        best = max(best, sum(w for t, w in weights.items() if t in held))
+    return min(best / mass, 1.0)
 
 
 def calibrate(

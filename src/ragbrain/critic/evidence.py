@@ -1,0 +1,236 @@
+"""EvidenceCritic: the critic of English stores, a logistic layer over evidence that holds on
+notes it never saw, with no encoder of its own.
+
+Measured leave-one-domain-out on the English sets (``docs/decisions/english-critic.md``),
+the cross-encoder's logit ranks a store's candidates at or below chance where it never saw
+the domain, and adding it to the columns below moves the ROC AUC by less than 0.01. What
+carries the signal is the embedding's cosine over the whole chunk (the distance the store
+already computed), how much of the question's rare words a chunk holds, and whether the
+dense and the lexical evidence agree on a chunk's place in the list. Those seven columns:
+
+- ``distance`` and ``distance_gap``: the chunk's cosine distance, and how much further it is
+  than the list's nearest;
+- ``support`` and ``support_gap``: the share of the question's IDF mass the chunk holds
+  (``LexicalIndex.query_weights``: a word the notes never use counts as the rarest), and how
+  far it falls short of the list's best;
+- ``distance_rank``, ``support_rank`` and ``rank``: its place in the list by each evidence
+  and in the retriever's order (``log1p``; 0 is the first).
+
+It runs on numpy alone (no torch, no tokenizer model): a cold CLI query on an English store
+loads no deep-learning framework. The layer and its threshold ship in ``evidence.json``,
+fit by ``python -m benchmarks.lodo.evidence --ship``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ragbrain.errors import CriticLoadError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from ragbrain.lexical.index import LexicalIndex
+    from ragbrain.lexical.sync import LexicalSearcher
+    from ragbrain.refusal.abstain import AbstainThresholds
+    from ragbrain.store import Store
+
+#: The layer's input columns, in the order ``evidence_columns`` returns them.
+COLUMNS = (
+    "distance",
+    "distance_gap",
+    "support",
+    "support_gap",
+    "distance_rank",
+    "support_rank",
+    "rank",
+)
+LAYER_FILE = "evidence.json"
+
+
+def default_evidence_path() -> Path:
+    """Where the package keeps the shipped evidence layer."""
+    return Path(__file__).parent / LAYER_FILE
+
+
+def supports(index: LexicalIndex, query: str, passages: Sequence[str]) -> list[float]:
+    """Each passage's share of the question's rarity-weighted terms
+    (``LexicalIndex.query_weights``), in [0, 1]; all 0.0 for a question without terms."""
+    weights, mass = index.query_weights(query)
+    if mass <= 0:
+        return [0.0] * len(passages)
+    out = []
+    for passage in passages:
+        held = set(index.query_terms(passage))
+        out.append(min(sum(w for t, w in weights.items() if t in held) / mass, 1.0))
+    return out
+
+
+def evidence_columns(
+    distances: Sequence[float], support: Sequence[float]
+) -> npt.NDArray[np.float64]:
+    """The ``COLUMNS`` of one query's candidates, in the retriever's order (best first).
+
+    Returns:
+        Shape (n, len(COLUMNS)).
+    """
+    import numpy as np
+
+    d = np.asarray(distances, dtype=np.float64)
+    s = np.asarray(support, dtype=np.float64)
+    if len(d) == 0:
+        return np.zeros((0, len(COLUMNS)))
+    by_distance = np.argsort(np.argsort(d, kind="stable"), kind="stable")
+    by_support = np.argsort(np.argsort(-s, kind="stable"), kind="stable")
+    columns = [
+        d,
+        d - d.min(),
+        s,
+        s.max() - s,
+        np.log1p(by_distance),
+        np.log1p(by_support),
+        np.log1p(np.arange(len(d))),
+    ]
+    return np.stack(columns, axis=1)
+
+
+def probabilities(x: npt.NDArray[np.float64], layer: dict[str, Any]) -> list[float]:
+    """The layer's relevance probabilities of rows ``x`` (standardized, then logistic)."""
+    import numpy as np
+
+    z = (x - np.asarray(layer["mean"])) / np.asarray(layer["scale"])
+    logits = z @ np.asarray(layer["weights"]) + float(layer["bias"])
+    with np.errstate(over="ignore"):
+        probs = 1.0 / (1.0 + np.exp(-logits))
+    return [p if math.isfinite(p) else math.nan for p in probs.tolist()]
+
+
+def read_layer(path: Path) -> dict[str, Any]:
+    """Read and check an evidence layer file.
+
+    Raises:
+        CriticLoadError: The file is missing, not JSON, or not a layer over ``COLUMNS``.
+    """
+    try:
+        layer = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CriticLoadError(f"{path}: missing.") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CriticLoadError(f"{path}: not a readable JSON file ({exc}).") from exc
+    if not isinstance(layer, dict):
+        raise CriticLoadError(f"{path}: must hold a JSON object.")
+    if layer.get("columns") != list(COLUMNS):
+        raise CriticLoadError(f"{path}: 'columns' must be {list(COLUMNS)}.")
+    for key in ("mean", "scale", "weights"):
+        values = layer.get(key)
+        if (
+            not isinstance(values, list)
+            or len(values) != len(COLUMNS)
+            or not all(_finite_number(v) for v in values)
+        ):
+            raise CriticLoadError(f"{path}: {key!r} must be {len(COLUMNS)} finite numbers.")
+    if any(v <= 0 for v in layer["scale"]) or not _finite_number(layer.get("bias")):
+        raise CriticLoadError(f"{path}: 'scale' must be > 0 and 'bias' a finite number.")
+    threshold = layer.get("threshold")
+    if not _finite_number(threshold) or not 0 <= threshold <= 1:  # type: ignore[operator]
+        raise CriticLoadError(f"{path}: 'threshold' must be a number in [0, 1].")
+    if not isinstance(layer.get("embedding_model"), str):
+        raise CriticLoadError(f"{path}: 'embedding_model' must name the model it learned.")
+    return layer
+
+
+def _finite_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+class EvidenceCritic:
+    """Judges a store's candidates by their distance, their share of the question's rare
+    words and the agreement of the two (``COLUMNS``), with a logistic layer and its cut.
+
+    It reads the store's lexical index for the words' rarity: bind it to a store with
+    ``for_store`` (``build_graph`` does), or pass ``lexical``. The distances must be of the
+    embedding model the layer learned (``embedding_model``); ``ragbrain.critic.choice``
+    uses this critic only on stores of that model.
+    """
+
+    uses_distance = True
+    #: How the trace names it (``critic: 'on (evidence, threshold 0.157)'``).
+    kind = "evidence"
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        lexical: LexicalSearcher | LexicalIndex | None = None,
+    ) -> None:
+        """Load the layer at ``path`` (default: the shipped one).
+
+        Raises:
+            CriticLoadError: The layer file is missing or malformed.
+        """
+        self.path = Path(path) if path is not None else default_evidence_path()
+        self.layer = read_layer(self.path)
+        self.threshold = float(self.layer["threshold"])
+        self.embedding_model = str(self.layer["embedding_model"])
+        self.lexical = lexical
+        self.abstain_thresholds: AbstainThresholds | None = None
+        record = self.layer.get("abstain")
+        if record is not None:
+            from ragbrain.errors import InvalidInputError
+            from ragbrain.refusal.abstain import AbstainThresholds
+
+            try:
+                self.abstain_thresholds = AbstainThresholds.from_record(
+                    record, f"fit on the English sets' train/dev for {self.embedding_model}"
+                )
+            except InvalidInputError as exc:
+                raise CriticLoadError(f"{self.path}: {exc}") from exc
+
+    def for_store(self, store: Store, lexical: LexicalSearcher | None = None) -> EvidenceCritic:
+        """This layer reading ``store``'s lexical index (``lexical`` when the graph has one,
+        else one opened here, which follows the store's changes as the graph's would)."""
+        import copy
+
+        if lexical is None:
+            from ragbrain.lexical.sync import LexicalSearcher
+
+            lexical = LexicalSearcher(store)
+        bound = copy.copy(self)
+        bound.lexical = lexical
+        return bound
+
+    def _index(self) -> LexicalIndex:
+        from ragbrain.lexical.index import LexicalIndex
+
+        if self.lexical is None:
+            raise ValueError(
+                "EvidenceCritic needs the store's lexical index: bind it with "
+                "for_store(store) or pass lexical=."
+            )
+        if isinstance(self.lexical, LexicalIndex):
+            return self.lexical
+        return self.lexical.index
+
+    def score(
+        self, query: str, passages: Sequence[str], distances: Sequence[float] | None = None
+    ) -> list[float]:
+        """Relevance probabilities in [0, 1] of one query's candidates, in the retriever's
+        order (best first); a non-finite value becomes NaN (never relevant).
+
+        Raises:
+            ValueError: No distance per passage, or no lexical index bound.
+        """
+        if not passages:
+            return []
+        if distances is None or len(distances) != len(passages):
+            raise ValueError(
+                f"EvidenceCritic judges with {self.embedding_model} distances; pass one "
+                "distance per passage."
+            )
+        support = supports(self._index(), query, passages)
+        return probabilities(evidence_columns(distances, support), self.layer)
