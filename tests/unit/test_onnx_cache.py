@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -55,9 +56,13 @@ def _truncate(folder: Path) -> None:
 
 
 def _flip(folder: Path) -> None:
-    data = bytearray((folder / "model.onnx").read_bytes())
+    path = folder / "model.onnx"
+    before = path.stat().st_mtime_ns
+    data = bytearray(path.read_bytes())
     data[3] ^= 1
-    (folder / "model.onnx").write_bytes(bytes(data))
+    path.write_bytes(bytes(data))
+    # an edit comes later than the export (the clock may not have ticked within this test)
+    os.utime(path, ns=(before + 1_000_000, before + 1_000_000))
 
 
 DAMAGE: dict[str, tuple[Callable[[Path], None], str]] = {
@@ -86,6 +91,30 @@ def test_damaged_export_is_exported_again(
     assert exporter.calls == 2
     assert problem(again) is None
     assert "damaged ONNX export" in caplog.text and reason in caplog.text
+
+
+def test_an_untouched_export_is_not_hashed_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ragbrain.models import onnx_cache as module
+
+    folder = cached_export("m-1", Exporter())
+    hashed: list[Path] = []
+    real = module._sha256
+    monkeypatch.setattr(module, "_sha256", lambda path: hashed.append(path) or real(path))
+    assert problem(folder) is None and hashed == []  # size and time as recorded
+    _flip(folder)
+    assert "sha256" in (problem(folder) or "") and hashed == [folder / "model.onnx"]
+
+
+def test_an_older_manifest_gets_the_times_once_its_files_check_out() -> None:
+    folder = cached_export("m-1", Exporter())
+    manifest = json.loads((folder / MANIFEST).read_text())
+    for entry in manifest["files"].values():
+        del entry["mtime_ns"]
+    (folder / MANIFEST).write_text(json.dumps(manifest))
+    exporter = Exporter()
+    assert cached_export("m-1", exporter) == folder and exporter.calls == 0
+    stamped = json.loads((folder / MANIFEST).read_text())["files"]["model.onnx"]
+    assert stamped["mtime_ns"] == (folder / "model.onnx").stat().st_mtime_ns
 
 
 def test_failed_export_leaves_nothing(cache: Path) -> None:

@@ -1,10 +1,12 @@
 """Exported ONNX models in the cache folder: written whole or not at all, checked on each load.
 
 An export is a folder under ``cache_root()/onnx/`` holding the model files and a
-``manifest.json`` with the size and sha256 of each. A folder whose manifest is missing,
-unreadable or does not match its files (a process killed mid-export, a full disk, an edited
-file) is exported again, with a warning; it is never used and never silently replaced by
-the fp32 model.
+``manifest.json`` with the size, sha256 and modification time of each. A folder whose
+manifest is missing, unreadable or does not match its files (a process killed mid-export, a
+full disk, an edited file) is exported again, with a warning; it is never used and never
+silently replaced by the fp32 model. A file whose size and modification time are those the
+manifest recorded is not hashed again (hashing multilingual-e5-small's export took 0.4 s of
+every cold start); any other is.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from ragbrain._util import write_text
 from ragbrain.errors import RagbrainError
 from ragbrain.paths import cache_root
 
@@ -74,8 +77,11 @@ def problem(folder: Path) -> str | None:  # noqa: PLR0911 (one return per way to
         path = folder / name
         if not path.is_file():
             return f"{name} is missing"
-        if path.stat().st_size != entry.get("size"):
-            return f"{name} has {path.stat().st_size} bytes, not {entry.get('size')}"
+        stat = path.stat()
+        if stat.st_size != entry.get("size"):
+            return f"{name} has {stat.st_size} bytes, not {entry.get('size')}"
+        if stat.st_mtime_ns == entry.get("mtime_ns"):
+            continue  # untouched since the manifest was written: its digest still holds
         if _sha256(path) != entry.get("sha256"):
             return f"{name} does not match its sha256"
     return None
@@ -83,12 +89,32 @@ def problem(folder: Path) -> str | None:  # noqa: PLR0911 (one return per way to
 
 def _write_manifest(folder: Path, details: dict[str, Any]) -> None:
     files = {
-        path.name: {"size": path.stat().st_size, "sha256": _sha256(path)}
+        path.name: {
+            "size": path.stat().st_size,
+            "sha256": _sha256(path),
+            "mtime_ns": path.stat().st_mtime_ns,
+        }
         for path in sorted(folder.iterdir())
         if path.is_file()
     }
     manifest = {"format": FORMAT, "files": files, **details}
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+
+
+def _stamp(folder: Path) -> None:
+    """Record each file's modification time in an intact export's manifest that lacks them
+    (one written before manifests held them), so later loads need not hash the files."""
+    path = folder / MANIFEST
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+        files = manifest["files"]
+        if all("mtime_ns" in entry for entry in files.values()):
+            return
+        for name, entry in files.items():
+            entry["mtime_ns"] = (folder / name).stat().st_mtime_ns
+        write_text(path, json.dumps(manifest, indent=2))
+    except (OSError, ValueError, KeyError, TypeError) as exc:  # a read-only cache stays as it is
+        log.debug("Could not stamp %s: %s", path, exc)
 
 
 def cached_export(
@@ -113,6 +139,7 @@ def cached_export(
     target = onnx_cache() / name
     reason = problem(target)
     if reason is None:
+        _stamp(target)
         return target
     if target.exists():
         log.warning(
