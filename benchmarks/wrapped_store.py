@@ -68,21 +68,27 @@ class HashedUnitEmbeddings(Embeddings):
 
 
 class RecordingCritic:
-    """A bound critic that records every (passage, score) it judges, for kept/dropped."""
+    """A critic that records every (passage, score) it judges, for kept/dropped: around the
+    shipped choice, which the graph binds to its store (``for_store``: the side's model and
+    lexical index pick the critic, as in the product)."""
 
     def __init__(self, critic: Any) -> None:
         self._critic = critic
+        self.bound: Any = critic
         self.judged: list[tuple[str, float]] = []
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._critic, name)
 
     @property
     def threshold(self) -> float:
-        return float(self._critic.threshold)
+        return float(self.bound.threshold)
+
+    def for_store(self, store: Any, lexical: Any = None) -> RecordingCritic:
+        from ragbrain.nodes.critic import bind_critic
+
+        self.bound = bind_critic(self._critic, store, lexical)
+        return self
 
     def score(self, query: str, passages: Any, distances: Any = None) -> list[float]:
-        scores = list(self._critic.score(query, passages, distances))
+        scores = list(self.bound.score(query, passages, distances))
         self.judged += list(zip(passages, scores, strict=True))
         return scores
 
@@ -132,7 +138,11 @@ def judge(
             else:
                 irrelevant_total += 1
                 dropped += not keep
+    from ragbrain.critic.base import threshold_label
+
+    label = threshold_label(critic.bound, critic.threshold)
     return {
+        "critic": f"{type(critic.bound).__name__}, {label}",
         "ndcg@10": float(np.mean(scores)),
         "relevant_kept": kept / max(relevant_total, 1),
         "irrelevant_dropped": dropped / max(irrelevant_total, 1),
@@ -145,29 +155,24 @@ def quality(data: Path, split_name: str, limit: int) -> dict[str, Any]:
     from langchain_huggingface import HuggingFaceEmbeddings
 
     from ragbrain import CorrectiveRetriever
-    from ragbrain.critic import TransformerCritic, default_critic_path
+    from ragbrain.critic.choice import ShippedCritic
     from ragbrain.evaluation.beir import corpus_store, load_split
-    from ragbrain.models.embeddings import (
-        default_embeddings,
-        minilm_path,
-        model_name_of,
-        set_offline,
-    )
+    from ragbrain.models.embeddings import default_embeddings, minilm_path, set_offline
 
     set_offline()
     split = load_split(data, split_name)
     queries = sorted(q for q in split.queries if split.relevant(q))[:limit]
     huggingface = HuggingFaceEmbeddings(model_name=str(minilm_path()))
     vectorstore = wrapped_scifact(split, huggingface)
-    shipped = TransformerCritic(default_critic_path())
+    shipped = ShippedCritic()
 
     say("wrapping the LangChain store (the lexical index is built once)")
-    # Each side's critic is the shipped one bound to the side's model, recording what it judges.
-    wrapped_critic = RecordingCritic(shipped.for_model(model_name_of(huggingface)))
+    # Each side's critic is the shipped choice bound to the side, recording what it judges.
+    wrapped_critic = RecordingCritic(shipped)
     wrapped = CorrectiveRetriever.from_vectorstore(vectorstore, critic=wrapped_critic)
     say("ingesting the corpus with ragbrain, one chunk per abstract (once)")
     ingested_store = corpus_store(split, default_embeddings())
-    ingested_critic = RecordingCritic(shipped.for_model(ingested_store.embedding_model))
+    ingested_critic = RecordingCritic(shipped)
     ingested = CorrectiveRetriever.from_store(
         ingested_store.location, embeddings=ingested_store.embeddings, critic=ingested_critic
     )
@@ -336,13 +341,13 @@ def markdown(result: dict[str, Any]) -> str:
         lines += [
             f"Quality: {q['data']}, {q['queries']} queries, {q['documents']} abstracts.",
             "",
-            "| side | nDCG@10 | critic: relevant kept | irrelevant dropped | candidates judged |",
-            "|---|---|---|---|---|",
+            "| side | nDCG@10 | critic | relevant kept | irrelevant dropped | candidates judged |",
+            "|---|---|---|---|---|---|",
         ]
         for name, s in q["sides"].items():
             lines.append(
-                f"| {name} | {s['ndcg@10']:.3f} | {s['relevant_kept']:.1%} | "
-                f"{s['irrelevant_dropped']:.1%} | {s['judged']} |"
+                f"| {name} | {s['ndcg@10']:.3f} | {s.get('critic', '-')} | "
+                f"{s['relevant_kept']:.1%} | {s['irrelevant_dropped']:.1%} | {s['judged']} |"
             )
         lines += [
             "",

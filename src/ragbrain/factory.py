@@ -15,7 +15,13 @@ from ragbrain.checks import (
     check_policy,
     describe,
 )
-from ragbrain.critic.choice import ON_CRITIC_ERROR, CriticChoice, OnCriticError, resolve_critic
+from ragbrain.critic.choice import (
+    ON_CRITIC_ERROR,
+    CriticChoice,
+    OnCriticError,
+    ready_for,
+    resolve_critic,
+)
 from ragbrain.errors import StoreNotFoundError, WrongTypeError
 from ragbrain.graph import build_graph
 from ragbrain.paths import cache_root, default_store_path, sample_notes
@@ -96,7 +102,7 @@ def open_store_and_graph(
             f"{where}: server must be a URL, http://HOST:PORT; got {describe(server)}."
         )
     store = Store.open(path, embeddings, convert_space=convert_space, server=server, policy=policy)
-    chosen, off_reason = resolve_critic(critic, on_critic_error)
+    chosen, off_reason = ready_for(*resolve_critic(critic, on_critic_error), store, on_critic_error)
     from ragbrain.lexical.sync import LexicalSearcher
 
     # The lexical index is checked against the store and brought in step if it lags.

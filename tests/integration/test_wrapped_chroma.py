@@ -64,13 +64,13 @@ def wrapped(app_store: Chroma) -> CorrectiveRetriever:
     return CorrectiveRetriever.from_vectorstore(app_store)
 
 
-def test_the_known_model_gets_its_gate_and_the_critic_its_distance_layer(
-    wrapped: CorrectiveRetriever,
-) -> None:
+def test_the_known_model_gets_its_gate_and_its_critic(wrapped: CorrectiveRetriever) -> None:
     out = wrapped.run("Why did the nightly backup fail?")
     assert any("l2 space, unit vectors" in n for n in out["notes"])
     assert any("gate 0.455, shipped for all-MiniLM-L6-v2" in n for n in out["notes"])
-    assert out["critic"].startswith("on (") and "with distance" in out["critic"]
+    # all-MiniLM-L6-v2: the evidence critic, reading the BM25 index built from the collection
+    assert out["critic"].startswith("on (evidence, threshold"), out["critic"]
+    assert all(doc.metadata["retrieval"]["critic_score"] is not None for doc in out["documents"])
     assert out["documents"][0].metadata["source"].endswith("nightly-backup-job-failed-silently.md")
 
 

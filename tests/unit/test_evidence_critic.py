@@ -22,6 +22,7 @@ from ragbrain.critic.evidence import (
 )
 from ragbrain.errors import CriticLoadError
 from ragbrain.lexical.index import LexicalIndex
+from ragbrain.store import Store
 
 NOTES = {
     "pg": "postgres vacuum freezes old transaction ids and reclaims dead tuples",
@@ -131,3 +132,46 @@ def test_a_broken_evidence_layer_fails_the_shipped_choice_when_chosen(tmp_path: 
     (tmp_path / "evidence.json").write_text("[]", encoding="utf-8")
     with pytest.raises(CriticLoadError, match="JSON object"):
         ShippedCritic(evidence=tmp_path / "evidence.json")
+
+
+def test_a_critic_with_for_store_is_bound_to_the_graphs_store(fake_store: Store) -> None:
+    from ragbrain.graph import build_graph
+    from ragbrain.lexical.sync import LexicalSearcher
+    from tests.support.fakes import OverlapCritic
+
+    bound = OverlapCritic()
+
+    class Binding(OverlapCritic):
+        seen: tuple[object, object] | None = None
+
+        def for_store(self, store: Store, lexical: object) -> OverlapCritic:
+            Binding.seen = (store, lexical)
+            return bound
+
+    lexical = LexicalSearcher(fake_store)
+    unbound = Binding()
+    build_graph(fake_store, unbound, lexical=lexical).invoke(
+        {"query": "redis cache", "type_filter": None}
+    )
+    assert Binding.seen == (fake_store, lexical)
+    assert bound.calls and not unbound.calls  # the graph judged with the bound critic
+
+
+def test_the_shipped_cross_encoder_failing_to_load_raises_or_disables(
+    fake_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shipped choice loads the cross-encoder's weights only for a store that needs them
+    (not an English one); ``on_critic_error`` covers that load too."""
+    from ragbrain import CorrectiveRetriever
+
+    def broken(self: ShippedCritic) -> object:
+        raise CriticLoadError("model.safetensors: not a readable safetensors file.")
+
+    monkeypatch.setattr(ShippedCritic, "transformer", broken)
+    assert fake_store.folder is not None
+    with pytest.raises(CriticLoadError, match="safetensors"):
+        CorrectiveRetriever.from_store(fake_store.folder, embeddings=fake_store.embeddings)
+    off = CorrectiveRetriever.from_store(
+        fake_store.folder, embeddings=fake_store.embeddings, on_critic_error="disable"
+    ).run("redis cache")
+    assert off["critic"].startswith("off: failed to load") and off["documents"]

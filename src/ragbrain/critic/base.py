@@ -16,7 +16,9 @@ class Critic(Protocol):
     retriever passes one query's hits together, in its order (best first), with each one's
     cosine distance to the query; a critic may judge each chunk alone or against the others
     (the shipped one does: its rank and its gaps to the list's best), and may use the
-    distances or ignore them.
+    distances or ignore them. A critic that needs the store it judges for (its model, its
+    lexical index) may have a ``for_store(store, lexical)`` method returning the bound critic:
+    a graph calls it once, when it is built (``ragbrain.nodes.critic.bind_critic``).
     """
 
     @property

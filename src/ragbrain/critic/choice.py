@@ -136,6 +136,32 @@ def resolve_critic(
         return None, f"failed to load ({exc})"
 
 
+def ready_for(
+    critic: Critic | None, off_reason: str, store: Store, on_error: OnCriticError = "raise"
+) -> tuple[Critic | None, str]:
+    """``critic`` (from ``resolve_critic``) with what ``store`` needs of it loaded: for the
+    shipped choice, the critic of the store's model (the cross-encoder's weights on a store
+    that uses it), so that ``on_error="disable"`` covers that load too.
+
+    Returns:
+        The critic and the reason the trace gives when off (a failed load, with
+        ``"disable"``: None and why, logged once).
+
+    Raises:
+        CriticLoadError: The load failed and ``on_error`` is ``"raise"``.
+    """
+    if not isinstance(critic, ShippedCritic):
+        return critic, off_reason
+    try:
+        critic.critic_for(store.embedding_model)
+    except CriticLoadError as exc:
+        if on_error == "raise":
+            raise
+        log.warning("Running with the critic off: %s", exc)
+        return None, f"failed to load ({exc})"
+    return critic, off_reason
+
+
 def graph_critic(choice: object, off_reason: str) -> tuple[Critic | None, str]:
     """``build_graph``'s ``critic``: a critic object as it is, ``"default"`` or a folder
     loaded (``resolve_critic``, raising on a load failure), None off with ``off_reason``.

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 
 from ragbrain.context import RetrievalContext
 from ragbrain.critic.base import Critic, threshold_label
-from ragbrain.critic.choice import ShippedCritic
-from ragbrain.errors import CriticLoadError, InvalidInputError, RagbrainError
+from ragbrain.critic.choice import ready_for
+from ragbrain.errors import InvalidInputError, RagbrainError
 from ragbrain.factory import CriticChoice, resolve_critic
 from ragbrain.gates import run_gate
 from ragbrain.graph import build_graph
@@ -247,14 +247,7 @@ class RagbrainService:
     def _critic(self, store: Store) -> tuple[Critic | None, str]:
         """The critic choice resolved (a load failure runs without it), with what the store
         needs loaded: the shipped critic's cross-encoder only on a store that uses it."""
-        critic, off_reason = resolve_critic(self._critic_choice, "disable")
-        if isinstance(critic, ShippedCritic):
-            try:
-                critic.critic_for(store.embedding_model)
-            except CriticLoadError as exc:
-                log.warning("Running with the critic off: %s", exc)
-                return None, f"failed to load ({exc})"
-        return critic, off_reason
+        return ready_for(*resolve_critic(self._critic_choice, "disable"), store, "disable")
 
     def search(
         self,

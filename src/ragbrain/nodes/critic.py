@@ -37,16 +37,15 @@ if TYPE_CHECKING:
 
 
 def bind_critic(critic: Critic, store: Store, lexical: LexicalSearcher | None = None) -> Critic:
-    """The critic as a graph over ``store`` uses it: the shipped critic picked for the
-    store's model (``ShippedCritic.for_store``: the evidence critic reading ``lexical`` on an
-    English store), a ``TransformerCritic`` bound to the store's embedding model
-    (``for_model``: its distance layer when it learned that model's distances), an
-    ``EvidenceCritic`` to the store's lexical index; any other critic as it is."""
-    from ragbrain.critic.choice import ShippedCritic
-    from ragbrain.critic.evidence import EvidenceCritic
-
-    if isinstance(critic, ShippedCritic | EvidenceCritic):
-        return critic.for_store(store, lexical)
+    """The critic as a graph over ``store`` uses it: a critic with a ``for_store(store,
+    lexical)`` method bound with it (the shipped choice, ``ShippedCritic``, picks the one for
+    the store's model; an ``EvidenceCritic`` reads ``lexical``, the store's lexical index), a
+    ``TransformerCritic`` bound to the store's embedding model (``for_model``: its distance
+    layer when it learned that model's distances); any other critic as it is."""
+    for_store = getattr(critic, "for_store", None)
+    if callable(for_store):
+        bound: Critic = for_store(store, lexical)
+        return bound
     if isinstance(critic, TransformerCritic):
         return critic.for_model(store.embedding_model)
     return critic

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ragbrain.context import DEFAULT_GATE_THRESHOLD
-from ragbrain.critic.choice import CriticChoice, OnCriticError, resolve_critic
+from ragbrain.critic.choice import CriticChoice, OnCriticError, ready_for, resolve_critic
 from ragbrain.gates import SHIPPED_GATES
 from ragbrain.graph import build_graph
 from ragbrain.lexical.index import LexicalIndex, LexicalIndexError, columns_of
@@ -167,6 +167,7 @@ def open_vectorstore_graph(
     store, inspection = wrap_chroma(
         vectorstore, embeddings, type_key=type_key, source_key=source_key, policy=policy
     )
+    chosen, off_reason = ready_for(chosen, off_reason, store, on_critic_error)
     notes = inspection.notes()
     lexical = None
     if inspection.texts or not inspection.count:
