@@ -51,10 +51,13 @@ from benchmarks.lodo.fit import (
     candidates,
     evidence_rows,
     fit_dense_share,
+    judged,
+    labelled_scores,
     shipped_scorer,
 )
 from ragbrain.critic.evidence import COLUMNS, evidence_columns, probabilities, supports
 from ragbrain.lexical.fusion import DENSE_SHARE
+from ragbrain.refusal.abstain import fit_thresholds
 
 if TYPE_CHECKING:
     from ragbrain.evaluation.missing import MissingAnswer
@@ -65,7 +68,8 @@ TARGETS = (0.92, 0.95, 0.98)
 WORST_KEPT = 0.90
 SHIPPED_RULE = 0.92
 LAYER_PATH = Path("src/ragbrain/critic/evidence.json")
-_LISTS: dict[tuple[str, str, float], dict[str, list[str]]] = {}
+#: The layer's L2 penalty per row of its fit (on standardized columns).
+L2 = 5e-3
 
 
 class Evidence:
@@ -86,24 +90,22 @@ class Evidence:
         return evidence_columns([record.distance[d] for d in docs], support)
 
 
-def lists(data: SetData, weight: float) -> dict[str, list[str]]:
-    """Each query's judged list: the hybrid top ``JUDGE_K`` at the fusion's dense share."""
-    key = (data.name, data.role, weight)
-    if key not in _LISTS:
-        _LISTS[key] = {r.id: candidates(r, frozenset(), weight)[:JUDGE_K] for r in data.records}
-    return _LISTS[key]
-
-
 def fit_layer(
-    fit: Sequence[SetData], weight: float, columns: Any, extra: Any = None, l2: float = 1e-2
+    fit: Sequence[SetData], weight: float, columns: Any, extra: Any = None
 ) -> dict[str, Any]:
-    """A logistic layer over ``columns(data, record, docs)`` (plus ``extra`` columns) fit by
-    Newton's method on the fit sets' lists, each set's rows and each class weighing the same."""
+    """A logistic layer over ``columns(data, record, docs)`` (plus ``extra`` columns) on the
+    fit sets' judged lists, each set's rows and each class weighing the same
+    (``critic.training.layers.fit_combiner``; its ``inputs`` name ``COLUMNS``)."""
+    import torch
+
+    from ragbrain.critic.training.layers import fit_combiner
+
     xs, ys, ws = [], [], []
     for data in fit:
+        lists = judged(data, weight)
         x, y = [], []
         for r in data.records:
-            docs = lists(data, weight)[r.id]
+            docs = lists[r.id]
             if docs:
                 block = columns(data, r, docs)
                 if extra is not None:
@@ -117,25 +119,14 @@ def fit_layer(
         xs.append(np.concatenate(x))
         ys.append(labels)
     x, y, w = np.concatenate(xs), np.concatenate(ys), np.concatenate(ws)
-    w = w / w.mean()
-    mean, scale = x.mean(axis=0), x.std(axis=0) + 1e-9
-    z = np.c_[(x - mean) / scale, np.ones(len(x))]
-    beta = np.zeros(z.shape[1])
-    penalty = l2 * np.diag([1.0] * (z.shape[1] - 1) + [0.0])
-    for _ in range(100):
-        p = 1.0 / (1.0 + np.exp(-z @ beta))
-        gradient = z.T @ (w * (p - y)) + penalty @ beta
-        hessian = (z * (w * p * (1 - p))[:, None]).T @ z + penalty
-        step = np.linalg.solve(hessian, gradient)
-        beta -= step
-        if np.abs(step).max() < 1e-9:
-            break
-    return {
-        "mean": mean.tolist(),
-        "scale": scale.tolist(),
-        "weights": beta[:-1].tolist(),
-        "bias": float(beta[-1]),
-    }
+    names = [*COLUMNS, *(["logit"] if extra is not None else [])]
+    return fit_combiner(
+        torch.tensor(x, dtype=torch.float32),
+        torch.tensor(y, dtype=torch.float32),
+        names,
+        l2=L2 / len(x),
+        weights=torch.tensor(w / w.mean(), dtype=torch.float32),
+    )
 
 
 def layer_scorer(layer: dict[str, Any], columns: Any, extra: Any = None) -> Scorer:
@@ -150,21 +141,6 @@ def layer_scorer(layer: dict[str, Any], columns: Any, extra: Any = None) -> Scor
     return score
 
 
-def labelled(
-    fit: Sequence[SetData], weight: float, scorer: Scorer
-) -> tuple[list[float], list[bool], list[str]]:
-    scores: list[float] = []
-    labels: list[bool] = []
-    sets: list[str] = []
-    for data in fit:
-        for r in data.records:
-            docs = lists(data, weight)[r.id]
-            scores += scorer(data, r, docs)
-            labels += [d in r.relevant for d in docs]
-            sets += [data.name] * len(docs)
-    return scores, labels, sets
-
-
 def fit_critic(fit: Sequence[SetData], weight: float, ev: Evidence) -> dict[str, Any]:
     """The layer on ``fit``, its recall target chosen nested, and its threshold."""
     from ragbrain.critic.training.keep_metrics import keep_stats
@@ -176,14 +152,14 @@ def fit_critic(fit: Sequence[SetData], weight: float, ev: Evidence) -> dict[str,
         for inner in fit:
             rest = [d for d in fit if d is not inner]
             scorer = layer_scorer(fit_layer(rest, weight, ev.columns), ev.columns)
-            threshold, _ = choose_threshold(*labelled(rest, weight, scorer), target)
-            s, y, _ = labelled([inner], weight, scorer)
+            threshold, _ = choose_threshold(*labelled_scores(rest, weight, scorer), target)
+            s, y, _ = labelled_scores([inner], weight, scorer)
             worst = min(worst, keep_stats(s, y, threshold).relevant_kept)
         nested[str(target)] = worst
     passing = [t for t in TARGETS if nested[str(t)] >= WORST_KEPT]
     target = passing[0] if passing else max(TARGETS, key=lambda t: nested[str(t)])
     layer = fit_layer(fit, weight, ev.columns)
-    scored = labelled(fit, weight, layer_scorer(layer, ev.columns))
+    scored = labelled_scores(fit, weight, layer_scorer(layer, ev.columns))
     threshold, per_set = choose_threshold(*scored, target)
     return {
         "layer": layer,
@@ -201,7 +177,7 @@ def own_candidates(
 
     out = {}
     for name, (scorer, threshold) in scorers.items():
-        scores, labels, _ = labelled([data], weight, scorer)
+        scores, labels, _ = labelled_scores([data], weight, scorer)
         stats = keep_stats(scores, labels, threshold)
         out[name] = {
             "relevant_kept": stats.relevant_kept,
@@ -220,8 +196,9 @@ def handed_over(
     off = "critic off (adaptive depth)"
     hybrid = "hybrid top 10 (critic off)"
     returned: dict[str, dict[str, list[str]]] = {"dense top 10": {}, hybrid: {}, off: {}}
+    lists = judged(data, weight)
     for r in data.records:
-        docs = lists(data, weight)[r.id]
+        docs = lists[r.id]
         returned["dense top 10"][r.id] = dense_top(r, frozenset())
         returned[hybrid][r.id] = docs
         returned[off][r.id] = docs[: r.depth]
@@ -239,7 +216,7 @@ def strict_rule(
     from ragbrain.refusal.abstain import AbstainThresholds, Evidence, should_abstain
 
     per_set = {d.name: evidence_rows(d, scenario_of(d), weight, scorer) for d in fit}
-    fitted = fit_thresholds_of(per_set)
+    fitted = fit_thresholds(per_set)
     cuts = AbstainThresholds(
         fitted["critic_below"],
         fitted["distance_above"],
@@ -268,18 +245,13 @@ def scenario_of(data: SetData) -> MissingAnswer:
     return split_missing({r.id: r.qrels for r in data.records}, [r.id for r in data.records])
 
 
-def fit_thresholds_of(per_set: dict[str, Any]) -> dict[str, Any]:
-    from ragbrain.refusal.abstain import fit_thresholds
-
-    return fit_thresholds(per_set)
-
-
 def step_times(data: SetData, critics: dict[str, Any], queries: int = 30) -> dict[str, float]:
     """p50 ms of one query's ``score`` call (its list of up to 10 chunks), each critic on the
     same queries, interleaved."""
     times: dict[str, list[float]] = {name: [] for name in critics}
+    lists = judged(data, DENSE_SHARE)
     for r in data.records[:queries]:
-        docs = lists(data, DENSE_SHARE)[r.id]
+        docs = lists[r.id]
         texts, distances = [data.corpus[d] for d in docs], [r.distance[d] for d in docs]
         for name, critic in critics.items():
             started = time.perf_counter()
@@ -334,10 +306,10 @@ def main() -> None:  # noqa: PLR0915 (one run: load, fold, ship, time, save)
         weight, _ = fit_dense_share(fit_sets)
         fitted = fit_critic(fit_sets, weight, ev)
         evidence = layer_scorer(fitted["layer"], ev.columns)
-        cross, _ = choose_threshold(*labelled(fit_sets, weight, shipped), SHIPPED_RULE)
+        cross, _ = choose_threshold(*labelled_scores(fit_sets, weight, shipped), SHIPPED_RULE)
         with_logit = fit_layer(fit_sets, weight, ev.columns, logit)
         plus = layer_scorer(with_logit, ev.columns, logit)
-        plus_cut, _ = choose_threshold(*labelled(fit_sets, weight, plus), fitted["target"])
+        plus_cut, _ = choose_threshold(*labelled_scores(fit_sets, weight, plus), fitted["target"])
 
         def cosine(data: SetData, record: Record, docs: Sequence[str]) -> list[float]:
             return [1.0 - record.distance[d] for d in docs]
@@ -367,7 +339,7 @@ def main() -> None:  # noqa: PLR0915 (one run: load, fold, ship, time, save)
         say(f"{held}: done")
     everything = [fit[n] for n in names]
     shipping = fit_critic(everything, DENSE_SHARE, ev)  # the lists the product judges
-    abstain = fit_thresholds_of(
+    abstain = fit_thresholds(
         {
             d.name: evidence_rows(
                 d, scenario_of(d), DENSE_SHARE, layer_scorer(shipping["layer"], ev.columns)
@@ -377,7 +349,6 @@ def main() -> None:  # noqa: PLR0915 (one run: load, fold, ship, time, save)
     )
     layer = {
         "embedding_model": model,
-        "columns": list(COLUMNS),
         **shipping["layer"],
         "threshold": shipping["threshold"],
         "fit": {

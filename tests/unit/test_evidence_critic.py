@@ -94,7 +94,7 @@ def _layer() -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (lambda d: d.update(columns=["distance"]), "'columns'"),
+        (lambda d: d.update(inputs=["distance"]), "'inputs'"),
         (lambda d: d.update(scale=[1.0] * (len(COLUMNS) - 1) + [0.0]), "'scale'"),
         (lambda d: d.update(weights=[1.0, "x", *[0.0] * (len(COLUMNS) - 2)]), "'weights'"),
         (lambda d: d.update(threshold=1.5), "'threshold'"),

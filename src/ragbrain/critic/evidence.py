@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from ragbrain.refusal.abstain import AbstainThresholds
     from ragbrain.store import Store
 
-#: The layer's input columns, in the order ``evidence_columns`` returns them.
+#: The layer's input columns (its ``inputs``), in the order ``evidence_columns`` returns them.
 COLUMNS = (
     "distance",
     "distance_gap",
@@ -111,11 +111,15 @@ def probabilities(x: npt.NDArray[np.float64], layer: dict[str, Any]) -> list[flo
 
 
 def read_layer(path: Path) -> dict[str, Any]:
-    """Read and check an evidence layer file.
+    """Read and check an evidence layer file: a logistic layer over ``COLUMNS`` (its
+    ``inputs``), its ``threshold``, the ``embedding_model`` it learned and, optionally, the
+    strict level's ``abstain`` cuts (checked as a critic folder's are).
 
     Raises:
-        CriticLoadError: The file is missing, not JSON, or not a layer over ``COLUMNS``.
+        CriticLoadError: The file is missing, not JSON, or not such a layer.
     """
+    from ragbrain.critic.folder import check_abstain, check_combiner, check_threshold
+
     try:
         layer = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -124,28 +128,13 @@ def read_layer(path: Path) -> dict[str, Any]:
         raise CriticLoadError(f"{path}: not a readable JSON file ({exc}).") from exc
     if not isinstance(layer, dict):
         raise CriticLoadError(f"{path}: must hold a JSON object.")
-    if layer.get("columns") != list(COLUMNS):
-        raise CriticLoadError(f"{path}: 'columns' must be {list(COLUMNS)}.")
-    for key in ("mean", "scale", "weights"):
-        values = layer.get(key)
-        if (
-            not isinstance(values, list)
-            or len(values) != len(COLUMNS)
-            or not all(_finite_number(v) for v in values)
-        ):
-            raise CriticLoadError(f"{path}: {key!r} must be {len(COLUMNS)} finite numbers.")
-    if any(v <= 0 for v in layer["scale"]) or not _finite_number(layer.get("bias")):
-        raise CriticLoadError(f"{path}: 'scale' must be > 0 and 'bias' a finite number.")
-    threshold = layer.get("threshold")
-    if not _finite_number(threshold) or not 0 <= threshold <= 1:  # type: ignore[operator]
-        raise CriticLoadError(f"{path}: 'threshold' must be a number in [0, 1].")
+    check_combiner(path, layer, (COLUMNS,))
+    check_threshold(path, layer.get("threshold"))
     if not isinstance(layer.get("embedding_model"), str):
         raise CriticLoadError(f"{path}: 'embedding_model' must name the model it learned.")
+    if "abstain" in layer:
+        check_abstain(path, layer["abstain"], "'abstain'")
     return layer
-
-
-def _finite_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 class EvidenceCritic:
@@ -180,16 +169,12 @@ class EvidenceCritic:
         self.lexical = lexical
         self.abstain_thresholds: AbstainThresholds | None = None
         record = self.layer.get("abstain")
-        if record is not None:
-            from ragbrain.errors import InvalidInputError
+        if record is not None:  # checked by read_layer
             from ragbrain.refusal.abstain import AbstainThresholds
 
-            try:
-                self.abstain_thresholds = AbstainThresholds.from_record(
-                    record, f"fit on the English sets' train/dev for {self.embedding_model}"
-                )
-            except InvalidInputError as exc:
-                raise CriticLoadError(f"{self.path}: {exc}") from exc
+            self.abstain_thresholds = AbstainThresholds.from_record(
+                record, f"fit on the English sets' train/dev for {self.embedding_model}"
+            )
 
     def for_store(self, store: Store, lexical: LexicalSearcher | None = None) -> EvidenceCritic:
         """This layer reading ``store``'s lexical index (``lexical`` when the graph has one,

@@ -65,7 +65,13 @@ WITH_DISTANCE = "with_distance"
 MORE_DISTANCE = "more_distance_layers"
 
 
-def _check_combiner(path: Path, combiner: Any, layouts: Sequence[Sequence[str]]) -> None:
+def check_combiner(path: Path, combiner: Any, layouts: Sequence[Sequence[str]]) -> None:
+    """A logistic layer read from ``path``: ``inputs`` one of ``layouts``, one finite
+    ``mean``, ``scale`` (> 0) and ``weights`` number per input, and a ``bias``.
+
+    Raises:
+        CriticLoadError: Naming ``path`` and what is wrong.
+    """
     if not isinstance(combiner, dict):
         raise CriticLoadError(f"{path}: 'combiner' must be an object.")
     columns = combiner.get("inputs")
@@ -84,7 +90,8 @@ def _check_combiner(path: Path, combiner: Any, layouts: Sequence[Sequence[str]])
         raise CriticLoadError(f"{path}: combiner 'scale' must be > 0 and 'bias' a number.")
 
 
-def _check_threshold(path: Path, threshold: Any, where: str = "'threshold'") -> None:
+def check_threshold(path: Path, threshold: Any, where: str = "'threshold'") -> None:
+    """A cut in [0, 1] read from ``path`` (``CriticLoadError`` naming ``where`` if not)."""
     if not _number(threshold) or not 0 <= threshold <= 1:
         raise CriticLoadError(f"{path}: {where} must be a number in [0, 1], got {threshold!r}.")
 
@@ -95,13 +102,13 @@ def _check_distance_layer(path: Path, layer: Any, where: str = WITH_DISTANCE) ->
     model = layer.get("embedding_model")
     if not isinstance(model, str) or not model:
         raise CriticLoadError(f"{path}: {where}.embedding_model must name a model.")
-    _check_threshold(path, layer.get("threshold"), f"{where}.threshold")
-    _check_combiner(path, layer.get("combiner"), (DISTANCE_INPUTS, DISTANCE_LIST_INPUTS))
+    check_threshold(path, layer.get("threshold"), f"{where}.threshold")
+    check_combiner(path, layer.get("combiner"), (DISTANCE_INPUTS, DISTANCE_LIST_INPUTS))
     if "abstain" in layer:
-        _check_abstain(path, layer["abstain"], f"{where}.abstain")
+        check_abstain(path, layer["abstain"], f"{where}.abstain")
 
 
-def _check_abstain(path: Path, record: Any, where: str) -> None:
+def check_abstain(path: Path, record: Any, where: str) -> None:
     """An abstention record: ``critic_below``, ``distance_above`` and ``coverage_below``
     (``ragbrain.refusal.abstain.AbstainThresholds``; coverage may be null)."""
     if not isinstance(record, dict):
@@ -147,7 +154,7 @@ def read_calibration(folder: Path) -> dict[str, Any]:
         raise CriticLoadError(f"{path}: not valid JSON ({exc}).") from exc
     if not isinstance(calibration, dict):
         raise CriticLoadError(f"{path}: expected a JSON object.")
-    _check_threshold(path, calibration.get("threshold"))
+    check_threshold(path, calibration.get("threshold"))
     if calibration.get("activation") not in ACTIVATIONS:
         raise CriticLoadError(
             f"{path}: 'activation' must be one of {ACTIVATIONS}, "
@@ -163,7 +170,7 @@ def read_calibration(folder: Path) -> dict[str, Any]:
     if calibration.get("quantize") not in (None, "int8"):
         raise CriticLoadError(f"{path}: 'quantize' must be 'int8' or absent.")
     if "combiner" in calibration:
-        _check_combiner(path, calibration["combiner"], (PLAIN_INPUTS, PLAIN_LIST_INPUTS))
+        check_combiner(path, calibration["combiner"], (PLAIN_INPUTS, PLAIN_LIST_INPUTS))
         if calibration["activation"] != "sigmoid":
             raise CriticLoadError(f"{path}: a combiner needs the 'sigmoid' activation.")
     if WITH_DISTANCE in calibration:
