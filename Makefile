@@ -41,6 +41,7 @@ lint: install-test
 	$(BIN)/ruff check src tests graphs benchmarks
 	$(BIN)/ruff format --check src tests graphs benchmarks
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 bench: install-test
 	$(BIN)/python -m benchmarks.run

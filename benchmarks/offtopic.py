@@ -45,6 +45,7 @@ from ragbrain.evaluation.beir import load_split
 from ragbrain.evaluation.lodo import domain_of
 from ragbrain.evaluation.offtopic import evaluation_bank, offtopic_sources
 from ragbrain.evaluation.report import write_json
+from ragbrain.lexical.support import SUPPORT_HITS, lexical_support
 from ragbrain.refusal import offtopic
 
 RESULTS = Path(__file__).parent / "results"
@@ -77,11 +78,11 @@ def _decision_ms(index: Any, texts: Sequence[str]) -> float:
     import time
 
     cut = offtopic.OffTopicCut(0.5, 0.45, "timing", "timing", support=0.65)
-    found = {text: [h.id for h in index.search(text, offtopic.SUPPORT_HITS)] for text in texts}
+    found = {text: [h.id for h in index.search(text, SUPPORT_HITS)] for text in texts}
     times = []
     for text in texts:
         started = time.perf_counter()
-        support = offtopic.lexical_support(index, text, found[text])
+        support = lexical_support(index, text, found[text])
         offtopic.refusal_reason(text, 0.6, cut, support=support)
         times.append((time.perf_counter() - started) * 1000)
     return float(np.median(times))
@@ -135,16 +136,16 @@ class Measured:
             self.distance[name] = dict(zip(self.keys, near, strict=True))
             self.support[name] = {}
             for key in self.keys:
-                hits = [h.id for h in index.search(texts[key], offtopic.SUPPORT_HITS)]
-                got = offtopic.lexical_support(index, texts[key], hits)
+                hits = [h.id for h in index.search(texts[key], SUPPORT_HITS)]
+                got = lexical_support(index, texts[key], hits)
                 self.support[name][key] = -1.0 if got is None else got
             self.decision_ms[name] = _decision_ms(index, [texts[k] for k in self.keys[:300]])
             self.missing_support[name] = {}
             for role, data in (("test", self.test[name]), ("fit", self.fit[name])):
                 for r in data.records:
-                    found = index.search(r.text, offtopic.SUPPORT_HITS + len(r.relevant))
+                    found = index.search(r.text, SUPPORT_HITS + len(r.relevant))
                     hits = [h.id for h in found if h.id not in r.relevant]
-                    got = offtopic.lexical_support(index, r.text, hits)
+                    got = lexical_support(index, r.text, hits)
                     self.missing_support[name][f"{name}|{role}|{r.id}"] = (
                         -1.0 if got is None else got
                     )

@@ -8,22 +8,12 @@ from typing import Annotated, Any, Literal, NotRequired
 from langchain_core.documents import Document
 from typing_extensions import TypedDict
 
+from ragbrain.store.hits import Hit
+
 Verdict = Literal["good", "poor"]
 
 #: Key of the trace dict that rides on every returned ``Document.metadata``.
 RETRIEVAL_KEY = "retrieval"
-
-
-class Hit(TypedDict):
-    """One chunk found by a search, before it becomes a returned ``Document``."""
-
-    id: str
-    text: str
-    metadata: dict[str, Any]
-    distance: float
-    from_fallback: bool
-    # A compound question's hit: its cosine distance to each part (``ragbrain.query.parts``).
-    part_distances: NotRequired[list[float]]
 
 
 class RetrievalInput(TypedDict):

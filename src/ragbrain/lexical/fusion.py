@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from ragbrain.errors import InvalidInputError
 from ragbrain.lexical.tokens import Language, script_counts
-from ragbrain.state import Hit
+from ragbrain.store.hits import Hit
 
 if TYPE_CHECKING:
     from ragbrain.lexical.index import LexicalIndex
@@ -222,7 +222,7 @@ class Fused:
     weights: FusionWeights
     #: The dense side's best cosine distance (None: it found nothing), whatever the fusion kept.
     nearest: float | None = None
-    #: How much of the query BM25's best chunk holds, by rarity (``ragbrain.refusal.offtopic
+    #: How much of the query BM25's best chunk holds, by rarity (``ragbrain.lexical.support
     #: .lexical_support``; None: the query has no index term).
     support: float | None = None
 
@@ -277,7 +277,7 @@ def hybrid_fusion(
     dense_ids = {hit["id"] for hit in dense}
     only = sum(hit["id"] not in dense_ids for hit in hits)
     nearest = max(0.0, dense[0]["distance"]) if dense else None
-    from ragbrain.refusal.offtopic import lexical_support
+    from ragbrain.lexical.support import lexical_support
 
     support = lexical_support(index, query, [match.id for match in matches])
     return Fused(hits, only, FusionWeights(share, best, power), nearest, support)

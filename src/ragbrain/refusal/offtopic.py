@@ -40,7 +40,6 @@ if TYPE_CHECKING:
     import numpy as np
     from langchain_core.embeddings import Embeddings
 
-    from ragbrain.lexical.index import LexicalIndex
     from ragbrain.store import Store
 
 log = logging.getLogger(__name__)
@@ -69,8 +68,6 @@ SUPPORT: dict[str, float] = {
     "multilingual-e5-small": 0.4,
 }
 NO_RESCUE = 1.01
-#: BM25's hits whose rare words count as support.
-SUPPORT_HITS = 10
 #: Models that read English only: other scripts are refused by script, not by distance.
 ENGLISH_ONLY = frozenset({"all-MiniLM-L6-v2"})
 #: A script this rare among the store's chunks is one the notes do not use.
@@ -239,25 +236,6 @@ def levels(model: str) -> tuple[float, float]:
 def rescue(model: str) -> float:
     """The lexical support that rescues a far question on ``model``'s stores (``SUPPORT``)."""
     return SUPPORT.get(model, SUPPORT["all-MiniLM-L6-v2"])
-
-
-def lexical_support(index: LexicalIndex, query: str, hits: Sequence[str]) -> float | None:
-    """How much of the question one chunk holds, by rarity: the IDF of the question's terms
-    the best of ``hits`` (BM25's top chunks) holds, over the IDF of all its terms, a term the
-    store never saw counting as the rarest. A stemmed near-miss of a common word weighs
-    little, and a rare word of the question the notes lack weighs the most.
-
-    Returns:
-        A share in [0, 1]; None for a question without index terms.
-    """
-    weights, mass = index.query_weights(query)
-    if mass <= 0:
-        return None
-    best = 0.0
-    for id_ in hits[:SUPPORT_HITS]:
-        held = index.terms_of(id_)
-        best = max(best, sum(w for t, w in weights.items() if t in held))
-    return min(best / mass, 1.0)
 
 
 def calibrate(

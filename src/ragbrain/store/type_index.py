@@ -44,7 +44,7 @@ from safetensors.numpy import save_file
 
 from ragbrain._util import replacing
 from ragbrain.query.typematch import fold, stored_spellings
-from ragbrain.state import Hit
+from ragbrain.store.hits import Hit
 
 if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection
