@@ -1,7 +1,7 @@
 """Store: one cosine Chroma collection and the embeddings that fill it (reads, writes, search).
 
-(559 lines, over the package's ~300: ``Store`` is the one object every reader and writer
-holds, and each of its methods is a single Chroma operation under the store's deadline;
+(Longer than the package's ~300-line modules: ``Store`` is the one object every reader and
+writer holds, and each of its methods is a single Chroma operation under the store's deadline;
 connecting, the collection's checks and crash repair live in the modules beside it.)
 """
 
