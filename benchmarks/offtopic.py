@@ -22,8 +22,9 @@ best, the one that rescues the most (lowest support, then lowest quantile). The 
 level's share of the cut is fit the same way at 5%; it is measured on the missing-answer
 scenario read from the same lists (each query's relevant documents left out).
 
-``--ship`` fits the same on every set: the product's ``LEVELS``, ``SUPPORT`` and
-``SHIPPED_CUTS`` (the median cut over the stores).
+``--ship`` fits the same on every set and writes it into the model's profile
+(``src/ragbrain/models/profiles/``): its off-topic level, strict share, support and shipped cut
+(the median cut over the stores).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import argparse
 import json
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,7 @@ from ragbrain.evaluation.lodo import domain_of
 from ragbrain.evaluation.offtopic import evaluation_bank, offtopic_sources
 from ragbrain.evaluation.report import write_json
 from ragbrain.lexical.support import SUPPORT_HITS, lexical_support
+from ragbrain.models.profiles import profile, write_profile
 from ragbrain.refusal import offtopic
 
 RESULTS = Path(__file__).parent / "results"
@@ -103,7 +105,7 @@ class Measured:
 
         self.model, _critic, (names, splits, self.test, self.fit) = shipped_critic_and_sets(args)
         self.names = names
-        english_only = self.model in offtopic.ENGLISH_ONLY
+        english_only = offtopic.english_only(self.model)
         self.cal_size = len(offtopic.bank(english_only=english_only))
         self.eval_bank = evaluation_bank()
         texts: dict[str, str] = {}
@@ -298,6 +300,17 @@ def main() -> None:
         cuts = [measured.bank_cut(n, fitted["level"]) for n in measured.names]
         report["ship"] = {**fitted, "median_cut": round(statistics.median(cuts), 4)}
         say(f"ship: {report['ship']}")
+        shipped = profile(measured.model)
+        if shipped is None:
+            raise SystemExit(f"{measured.model} has no profile to write the fit into.")
+        levels = replace(
+            shipped.offtopic,
+            level=fitted["level"],
+            strict_scale=fitted["strict_scale"],
+            cut=report["ship"]["median_cut"],
+            support=fitted["support"],
+        )
+        say(f"wrote {write_profile(replace(shipped, offtopic=levels))}")
     name = args.name or ("offtopic" if args.embedding == "minilm" else "offtopic-e5")
     write_json(RESULTS / f"{name}.json", report)
     (RESULTS / f"{name}.md").write_text(markdown(report), encoding="utf-8")

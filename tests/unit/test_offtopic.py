@@ -19,6 +19,7 @@ from ragbrain.evaluation.offtopic import (
     offtopic_stats,
 )
 from ragbrain.graph import build_graph
+from ragbrain.models.profiles import profile
 from ragbrain.refusal import offtopic
 from ragbrain.refusal.offtopic import OffTopicCut, refusal_reason, script_of
 from ragbrain.state import RETRIEVAL_KEY
@@ -126,7 +127,7 @@ def test_a_store_too_small_to_calibrate_gets_the_shipped_cut_and_says_so(
     store = store_of(tmp_path, notes(size), NamedBagOfWords(MINILM))
     got = offtopic.calibrate(store)
     assert got is not None
-    assert got.distance == offtopic.SHIPPED_CUTS[MINILM]
+    assert got.distance == profile(MINILM).offtopic.cut
     assert got.strict == pytest.approx(got.distance * offtopic.levels(MINILM)[1], abs=1e-4)
     assert "too few to calibrate" in got.source and f"holds {size} chunks" in got.source
 
