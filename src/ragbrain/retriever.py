@@ -108,7 +108,7 @@ class CorrectiveRetriever(BaseRetriever):
         Args:
             path: The store folder; None is ``$RAGBRAIN_STORE`` or the default location.
             embeddings: Any LangChain ``Embeddings``; None is the model the store records
-                (``ragbrain.models.embeddings.embeddings_for``; all-MiniLM-L6-v2 for a new store).
+                (``ragbrain.models.embeddings.embeddings_for``; the default model for a new store).
             critic: ``"default"`` (the shipped critic when installed), a critic folder,
                 a ``Critic`` object, or None for no critic.
             on_critic_error: ``"raise"`` a ``CriticLoadError`` or ``"disable"`` the critic.

