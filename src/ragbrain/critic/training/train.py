@@ -1,5 +1,5 @@
-"""`ragbrain critic train`: fine-tune a truncated cross-encoder (cut from MiniLM or from
-multilingual-e5-small) on mined groups, calibrate it on dev queries, and save a critic folder
+"""`ragbrain critic train`: fine-tune a truncated cross-encoder (cut from a model profile's
+``critic_base``) on mined groups, calibrate it on dev queries, and save a critic folder
 (safetensors, config, features, calibration).
 
 The training loop is ``fit``, the folder's files are written by ``save``, and
