@@ -281,7 +281,7 @@ def _child_config(
 ) -> RunnableConfig | None:
     """The graph's node runs nest under the retriever's run when anything listens to it;
     with no callback handlers at all (no tracer, no callbacks) the graph gets none, which
-    spares LangGraph its per-node callback bookkeeping (about 0.4 ms a query here)."""
+    spares LangGraph its per-node callback bookkeeping (docs/decisions/measured-costs.md)."""
     if not run_manager.handlers and not run_manager.inheritable_handlers:
         return None
     return RunnableConfig(callbacks=run_manager.get_child())

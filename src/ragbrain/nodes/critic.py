@@ -3,9 +3,8 @@ rest, and say whether the notes answer the query at all.
 
 The node is always in the graph. Without a critic it hands over the first ``depth`` hits and
 the trace says why. With one, every candidate it keeps is handed over: its evidence may raise
-the depth up to the number judged (measured leave-one-domain-out, ``docs/quality.md``: on
-NFCorpus, where queries have many relevant documents, nDCG@10 0.265 -> 0.323; the other sets
-within noise).
+the depth up to the number judged (measured leave-one-domain-out, ``docs/quality.md``: it
+helps where queries have many relevant documents).
 
 A compound question's chunks (``ragbrain.nodes.parts``) are judged against each part as well, each
 keeping its best score: a chunk that answers one part is a half-answer to the whole question
