@@ -18,8 +18,9 @@ def loading() -> Iterator[None]:
     interpreter collects once more on the way out). On leaving, what is alive moves to the
     oldest generation without a pass (``gc.freeze`` then ``gc.unfreeze``: the young
     generations it sat in would otherwise be scanned at the next allocations), and the
-    collector is restored; at exit, everything is frozen before the interpreter's last collection. A process that runs the command in
-    its own (tests) keeps collecting as usual until it exits.
+    collector is restored; at exit, everything is frozen before the interpreter's last
+    collection. A process that runs the command in its own (tests) keeps collecting as usual
+    until it exits.
     """
     enabled = gc.isenabled()
     gc.disable()
