@@ -47,4 +47,4 @@ bench: install-test
 	$(BIN)/python -m benchmarks.run
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .import_linter_cache .grimp_cache
