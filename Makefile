@@ -41,9 +41,10 @@ lint: install-test
 	$(BIN)/ruff check src tests graphs benchmarks
 	$(BIN)/ruff format --check src tests graphs benchmarks
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 bench: install-test
 	$(BIN)/python -m benchmarks.run
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .import_linter_cache .grimp_cache

@@ -22,8 +22,9 @@ best, the one that rescues the most (lowest support, then lowest quantile). The 
 level's share of the cut is fit the same way at 5%; it is measured on the missing-answer
 scenario read from the same lists (each query's relevant documents left out).
 
-``--ship`` fits the same on every set: the product's ``LEVELS``, ``SUPPORT`` and
-``SHIPPED_CUTS`` (the median cut over the stores).
+``--ship`` fits the same on every set and writes it into the model's profile
+(``src/ragbrain/models/profiles/``): its off-topic level, strict share, support and shipped cut
+(the median cut over the stores).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import argparse
 import json
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,8 @@ from ragbrain.evaluation.beir import load_split
 from ragbrain.evaluation.lodo import domain_of
 from ragbrain.evaluation.offtopic import evaluation_bank, offtopic_sources
 from ragbrain.evaluation.report import write_json
+from ragbrain.lexical.support import SUPPORT_HITS, lexical_support
+from ragbrain.models.profiles import profile, write_profile
 from ragbrain.refusal import offtopic
 
 RESULTS = Path(__file__).parent / "results"
@@ -77,11 +80,11 @@ def _decision_ms(index: Any, texts: Sequence[str]) -> float:
     import time
 
     cut = offtopic.OffTopicCut(0.5, 0.45, "timing", "timing", support=0.65)
-    found = {text: [h.id for h in index.search(text, offtopic.SUPPORT_HITS)] for text in texts}
+    found = {text: [h.id for h in index.search(text, SUPPORT_HITS)] for text in texts}
     times = []
     for text in texts:
         started = time.perf_counter()
-        support = offtopic.lexical_support(index, text, found[text])
+        support = lexical_support(index, text, found[text])
         offtopic.refusal_reason(text, 0.6, cut, support=support)
         times.append((time.perf_counter() - started) * 1000)
     return float(np.median(times))
@@ -102,7 +105,7 @@ class Measured:
 
         self.model, _critic, (names, splits, self.test, self.fit) = shipped_critic_and_sets(args)
         self.names = names
-        english_only = self.model in offtopic.ENGLISH_ONLY
+        english_only = offtopic.english_only(self.model)
         self.cal_size = len(offtopic.bank(english_only=english_only))
         self.eval_bank = evaluation_bank()
         texts: dict[str, str] = {}
@@ -135,16 +138,16 @@ class Measured:
             self.distance[name] = dict(zip(self.keys, near, strict=True))
             self.support[name] = {}
             for key in self.keys:
-                hits = [h.id for h in index.search(texts[key], offtopic.SUPPORT_HITS)]
-                got = offtopic.lexical_support(index, texts[key], hits)
+                hits = [h.id for h in index.search(texts[key], SUPPORT_HITS)]
+                got = lexical_support(index, texts[key], hits)
                 self.support[name][key] = -1.0 if got is None else got
             self.decision_ms[name] = _decision_ms(index, [texts[k] for k in self.keys[:300]])
             self.missing_support[name] = {}
             for role, data in (("test", self.test[name]), ("fit", self.fit[name])):
                 for r in data.records:
-                    found = index.search(r.text, offtopic.SUPPORT_HITS + len(r.relevant))
+                    found = index.search(r.text, SUPPORT_HITS + len(r.relevant))
                     hits = [h.id for h in found if h.id not in r.relevant]
-                    got = offtopic.lexical_support(index, r.text, hits)
+                    got = lexical_support(index, r.text, hits)
                     self.missing_support[name][f"{name}|{role}|{r.id}"] = (
                         -1.0 if got is None else got
                     )
@@ -297,6 +300,17 @@ def main() -> None:
         cuts = [measured.bank_cut(n, fitted["level"]) for n in measured.names]
         report["ship"] = {**fitted, "median_cut": round(statistics.median(cuts), 4)}
         say(f"ship: {report['ship']}")
+        shipped = profile(measured.model)
+        if shipped is None:
+            raise SystemExit(f"{measured.model} has no profile to write the fit into.")
+        levels = replace(
+            shipped.offtopic,
+            level=fitted["level"],
+            strict_scale=fitted["strict_scale"],
+            cut=report["ship"]["median_cut"],
+            support=fitted["support"],
+        )
+        say(f"wrote {write_profile(replace(shipped, offtopic=levels))}")
     name = args.name or ("offtopic" if args.embedding == "minilm" else "offtopic-e5")
     write_json(RESULTS / f"{name}.json", report)
     (RESULTS / f"{name}.md").write_text(markdown(report), encoding="utf-8")

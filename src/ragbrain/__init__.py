@@ -15,11 +15,14 @@ if TYPE_CHECKING:
     from ragbrain.errors import (
         CriticLoadError,
         InvalidInputError,
+        MissingExtraError,
+        ModelLoadError,
         RagbrainError,
         StoreLockedError,
         StoreMismatchError,
         StoreNotFoundError,
         StoreUnavailableError,
+        WrongTypeError,
     )
     from ragbrain.factory import default_graph, open_graph
     from ragbrain.graph import build_graph
@@ -38,6 +41,8 @@ _WHERE = {
     "Excerpt": "ragbrain.store.reader",
     "Filters": "ragbrain.query.filters",
     "InvalidInputError": "ragbrain.errors",
+    "MissingExtraError": "ragbrain.errors",
+    "ModelLoadError": "ragbrain.errors",
     "RETRIEVAL_KEY": "ragbrain.state",
     "RagbrainError": "ragbrain.errors",
     "RetrievalContext": "ragbrain.context",
@@ -49,6 +54,7 @@ _WHERE = {
     "StorePolicy": "ragbrain.store.resilience",
     "StoreUnavailableError": "ragbrain.errors",
     "TransformerCritic": "ragbrain.critic",
+    "WrongTypeError": "ragbrain.errors",
     "build_graph": "ragbrain.graph",
     "default_graph": "ragbrain.factory",
     "default_store_path": "ragbrain.paths",
@@ -64,6 +70,8 @@ __all__ = [
     "Excerpt",
     "Filters",
     "InvalidInputError",
+    "MissingExtraError",
+    "ModelLoadError",
     "RagbrainError",
     "RetrievalContext",
     "RetrievalOutput",
@@ -74,6 +82,7 @@ __all__ = [
     "StorePolicy",
     "StoreUnavailableError",
     "TransformerCritic",
+    "WrongTypeError",
     "build_graph",
     "default_graph",
     "default_store_path",

@@ -158,9 +158,9 @@ def progress_reporter(console: Console, label: str) -> Iterator[Report]:
 # --- Giving freed heap memory back to the system after a burst of embedding.
 # Encoding a batch of long texts allocates hundreds of MB of activations; glibc keeps much of
 # it in its heap after it is freed, so a long-lived process (``ragbrain mcp --watch``,
-# ``ragbrain watch``) stays that much larger after every ingest (measured: +280 MB resident
-# after 300 passages of e5-small). ``malloc_trim`` returns it; called once per ingest or
-# update, not per batch (the next batch would fault the pages in again).
+# ``ragbrain watch``) stays that much larger after every ingest. ``malloc_trim`` returns it;
+# called once per ingest or update, not per batch (the next batch would fault the pages in
+# again).
 
 
 @cache

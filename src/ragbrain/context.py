@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Literal
 
 from ragbrain.errors import InvalidInputError
 from ragbrain.lexical.fusion import DENSE_SHARE
+from ragbrain.models.profiles import default_profile
 from ragbrain.query.inputs import AbstainLevel, check_abstain, check_k
 from ragbrain.refusal.abstain import AbstainThresholds
 
@@ -80,6 +81,8 @@ DEFAULT_MARKERS: tuple[str, ...] = (
 )
 
 DEFAULT_GATE_THRESHOLD = 0.55
+#: The default model's profile, whose shipped gate the knob's description names.
+_DEFAULT = default_profile()
 
 SearchMode = Literal["dense", "hybrid"]
 SEARCH_MODES: tuple[SearchMode, ...] = ("dense", "hybrid")
@@ -94,8 +97,8 @@ class RetrievalContext:
         metadata={
             "description": "CRAG gate: the search is 'poor' when its best cosine distance exceeds "
             "this (0 = identical, 2 = opposite). None: the threshold `ragbrain calibrate` wrote "
-            "into the store, else the one shipped for its embedding model (all-MiniLM-L6-v2: "
-            "0.455), else 0.55."
+            "into the store, else the one shipped for its embedding model "
+            f"({_DEFAULT.name}: {_DEFAULT.gate.threshold}), else 0.55."
         },
     )
     depth_tiers: tuple[int, int, int] = field(

@@ -20,45 +20,19 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ragbrain.context import DEFAULT_GATE_THRESHOLD
-from ragbrain.models.embeddings import DEFAULT_EMBEDDING_MODEL, E5_SMALL, model_name_of
+from ragbrain.models.embeddings import model_name_of
+from ragbrain.models.profiles import ShippedGate, profiles
 
 if TYPE_CHECKING:
     from ragbrain.store import Store
 
 
-@dataclass(frozen=True)
-class ShippedGate:
-    """A threshold calibrated for one embedding model, and how to reproduce it."""
-
-    threshold: float
-    auc: float
-    data: str
-    command: str
-
-
-SHIPPED_GATES: dict[str, ShippedGate] = {
-    DEFAULT_EMBEDDING_MODEL: ShippedGate(
-        threshold=0.455,
-        auc=0.731,
-        data="SciFact train (809 queries) + NFCorpus dev (324 queries), pooled",
-        command="ragbrain calibrate --data ../shared/data/scifact "
-        "--data ../shared/data/nfcorpus@dev --samples 1000",
-    ),
-    # e5-small's distances are compressed (relevant and irrelevant best hits both near
-    # 0.1-0.2), so MiniLM's 0.455 would never fire. The same data and rule as MiniLM's, on
-    # the default (ONNX) backend; results in benchmarks/results/eval/e5-small/.
-    E5_SMALL: ShippedGate(
-        threshold=0.129,
-        auc=0.750,
-        data="SciFact train (809 queries) + NFCorpus dev (324 queries), pooled",
-        command="ragbrain calibrate --embedding e5-small --data ../shared/data/scifact "
-        "--data ../shared/data/nfcorpus@dev --samples 1000 --out benchmarks/results/eval/e5-small",
-    ),
-}
+#: The threshold shipped for each embedding model with a profile (``ragbrain.models.profiles``:
+#: its ``gate``, calibrated on labelled data with the command recorded beside it).
+SHIPPED_GATES: dict[str, ShippedGate] = {p.name: p.gate for p in profiles()}
 
 
 def model_gate(model: str) -> tuple[float, str]:

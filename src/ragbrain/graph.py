@@ -46,8 +46,8 @@ def build_graph(
         store: The opened store the searches read; its gate threshold is resolved here, once.
         critic: Scores chunks in ``critic_filter``; None keeps every chunk and says so;
             ``"default"`` (the shipped critic) or a critic folder is loaded here, and bound to
-            the store (``bind_critic``): the shipped critic is the evidence critic on an
-            all-MiniLM-L6-v2 store and the cross-encoder on the others.
+            the store (``bind_critic``): the shipped critic is the evidence critic on a
+            store of the model its layer was fit for and the cross-encoder on the others.
         critic_off_reason: What the trace says when ``critic`` is None.
         lexical: The store's lexical index (``ragbrain.lexical.LexicalSearcher``), for hybrid
             search and the lexical rescue; None searches by vectors only.

@@ -108,7 +108,7 @@ class CorrectiveRetriever(BaseRetriever):
         Args:
             path: The store folder; None is ``$RAGBRAIN_STORE`` or the default location.
             embeddings: Any LangChain ``Embeddings``; None is the model the store records
-                (``ragbrain.models.embeddings.embeddings_for``; all-MiniLM-L6-v2 for a new store).
+                (``ragbrain.models.embeddings.embeddings_for``; the default model for a new store).
             critic: ``"default"`` (the shipped critic when installed), a critic folder,
                 a ``Critic`` object, or None for no critic.
             on_critic_error: ``"raise"`` a ``CriticLoadError`` or ``"disable"`` the critic.
@@ -281,7 +281,7 @@ def _child_config(
 ) -> RunnableConfig | None:
     """The graph's node runs nest under the retriever's run when anything listens to it;
     with no callback handlers at all (no tracer, no callbacks) the graph gets none, which
-    spares LangGraph its per-node callback bookkeeping (about 0.4 ms a query here)."""
+    spares LangGraph its per-node callback bookkeeping (docs/decisions/measured-costs.md)."""
     if not run_manager.handlers and not run_manager.inheritable_handlers:
         return None
     return RunnableConfig(callbacks=run_manager.get_child())

@@ -8,22 +8,12 @@ from typing import Annotated, Any, Literal, NotRequired
 from langchain_core.documents import Document
 from typing_extensions import TypedDict
 
+from ragbrain.store.hits import Hit
+
 Verdict = Literal["good", "poor"]
 
 #: Key of the trace dict that rides on every returned ``Document.metadata``.
 RETRIEVAL_KEY = "retrieval"
-
-
-class Hit(TypedDict):
-    """One chunk found by a search, before it becomes a returned ``Document``."""
-
-    id: str
-    text: str
-    metadata: dict[str, Any]
-    distance: float
-    from_fallback: bool
-    # A compound question's hit: its cosine distance to each part (``ragbrain.query.parts``).
-    part_distances: NotRequired[list[float]]
 
 
 class RetrievalInput(TypedDict):
@@ -41,50 +31,31 @@ class RetrievalOutput(TypedDict):
 
     documents: list[Document]
     complexity: int
-    depth: int
-    candidates: int
-    best_distance: float | None
-    gate: float
-    verdict: Verdict
-    fallback: bool
-    critic: str
-    answerable: bool
-    abstain_reason: str | None
-    # BM25's best hit over the most the query can score (hybrid search; None otherwise).
-    bm25_coverage: NotRequired[float | None]
-    # The searches' best dense cosine distance: off-topic refusal's evidence.
-    nearest_distance: NotRequired[float | None]
-    # How much of the query BM25's best chunk holds, by rarity (hybrid search only).
-    lexical_support: NotRequired[float | None]
-    notes: list[str]
-
-
-class RetrievalState(TypedDict):
-    """Everything a run knows; each node returns only the keys it changes."""
-
-    query: str
-    type_filter: list[str] | None
-    filters: NotRequired[dict[str, Any] | None]
-    complexity: int
     # The most chunks handed over, from the query's complexity (or the caller's k) ...
     depth: int
     # ... and how many are searched and judged (the critic may hand over more than depth).
     candidates: int
-    hits: list[Hit]
-    # BM25's best hit over the query's IDF sum (hybrid search only): abstention's lexical side.
-    bm25_coverage: NotRequired[float | None]
-    # The searches' best dense cosine distance (the fused hits may not hold it) ...
-    nearest_distance: NotRequired[float | None]
-    # ... and how much of the query BM25's best chunk holds, by rarity (off-topic refusal).
-    lexical_support: NotRequired[float | None]
     best_distance: float | None
     gate: float
     verdict: Verdict
     fallback: bool
     critic: str
-    documents: list[Document]
     # False when the run abstains (an empty answer), with the reason in abstain_reason.
     answerable: bool
     abstain_reason: str | None
+    # BM25's best hit over the query's IDF sum (hybrid search only): abstention's lexical side.
+    bm25_coverage: NotRequired[float | None]
+    # The searches' best dense cosine distance (the fused hits may not hold it): off-topic
+    # refusal's evidence ...
+    nearest_distance: NotRequired[float | None]
+    # ... and how much of the query BM25's best chunk holds, by rarity (hybrid search only).
+    lexical_support: NotRequired[float | None]
     # Each node appends one line saying what it decided and why.
     notes: Annotated[list[str], operator.add]
+
+
+class RetrievalState(RetrievalInput, RetrievalOutput):
+    """Everything a run knows: its input, its output and the hits found on the way; each node
+    returns only the keys it changes."""
+
+    hits: list[Hit]

@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 
 from ragbrain.critic.folder import (
+    BASE_CHOICES,
     CALIBRATION_FILE,
-    E5_BASE,
-    MINILM_BASE,
     WEIGHTS_FILE,
     WORD_VECTORS,
     base_folder,
@@ -29,6 +28,8 @@ from tests.integration.test_critic_train import (
     synthetic,
     tokenizer_pairs,
 )
+
+MINILM_BASE, E5_BASE = BASE_CHOICES["minilm"], BASE_CHOICES["e5-small"]
 
 #: Text MiniLM's English WordPiece vocabulary reads as [UNK] or single characters.
 THAI = "ระบบสำรองข้อมูลล้มเหลวเพราะดิสก์เต็ม"

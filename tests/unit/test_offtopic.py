@@ -19,6 +19,7 @@ from ragbrain.evaluation.offtopic import (
     offtopic_stats,
 )
 from ragbrain.graph import build_graph
+from ragbrain.models.profiles import profile
 from ragbrain.refusal import offtopic
 from ragbrain.refusal.offtopic import OffTopicCut, refusal_reason, script_of
 from ragbrain.state import RETRIEVAL_KEY
@@ -126,7 +127,7 @@ def test_a_store_too_small_to_calibrate_gets_the_shipped_cut_and_says_so(
     store = store_of(tmp_path, notes(size), NamedBagOfWords(MINILM))
     got = offtopic.calibrate(store)
     assert got is not None
-    assert got.distance == offtopic.SHIPPED_CUTS[MINILM]
+    assert got.distance == profile(MINILM).offtopic.cut
     assert got.strict == pytest.approx(got.distance * offtopic.levels(MINILM)[1], abs=1e-4)
     assert "too few to calibrate" in got.source and f"holds {size} chunks" in got.source
 
@@ -293,18 +294,19 @@ def test_test_queries_reads_only_the_judged_queries(tmp_path: Path) -> None:
 def test_lexical_support_weighs_rare_words_and_counts_unseen_ones_as_rarest(
     fake_store: Store,
 ) -> None:
+    from ragbrain.lexical.support import lexical_support
     from ragbrain.lexical.sync import sync_lexical
 
     index = sync_lexical(fake_store)
     query = "nightly backup credentials"
     hits = [h.id for h in index.search(query, 10)]
-    full = offtopic.lexical_support(index, query, hits)
+    full = lexical_support(index, query, hits)
     assert full is not None and full > 0.9  # one note holds every word
     # A word no note holds weighs as the rarest: it takes most of the share away.
-    diluted = offtopic.lexical_support(index, f"{query} mongolia", hits)
+    diluted = lexical_support(index, f"{query} mongolia", hits)
     assert diluted is not None and diluted < full * 0.8
-    assert offtopic.lexical_support(index, "zebra mongolia", []) == 0.0
-    assert offtopic.lexical_support(index, "?!", hits) is None
+    assert lexical_support(index, "zebra mongolia", []) == 0.0
+    assert lexical_support(index, "?!", hits) is None
 
 
 def test_a_far_question_whose_rare_words_one_chunk_holds_is_answered() -> None:

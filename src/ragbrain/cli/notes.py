@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ragbrain.cli.common import (
+    ENGLISH_MODEL,
+    MULTILINGUAL_MODEL,
     ConvertSpaceOption,
     PruneOption,
     ServerOption,
@@ -59,9 +61,10 @@ def ingest(
         str | None,
         typer.Option(
             "--embedding",
-            help="Embedding model of a new store: minilm (English) or e5-small (multilingual) "
-            "[default: the store's own; for a new store, e5-small when at least 5% of the "
-            "notes are mainly not English, else minilm]. An existing store keeps its model.",
+            help=f"Embedding model of a new store: {ENGLISH_MODEL.choice} (English) or "
+            f"{MULTILINGUAL_MODEL.choice} (multilingual) [default: the store's own; for a new "
+            f"store, {MULTILINGUAL_MODEL.choice} when at least 5% of the notes are mainly not "
+            f"English, else {ENGLISH_MODEL.choice}]. An existing store keeps its model.",
         ),
     ] = None,
     re_embed: Annotated[

@@ -60,16 +60,17 @@ def keep_across_languages(
     (the critic's threshold: kept, but with no evidence for it), when the store's
     ``embedding_model`` reads every language.
 
-    The shipped critic judges through all-MiniLM-L6-v2's English vocabulary and word-overlap
+    The shipped critic judges through the default model's English vocabulary and word-overlap
     features (BM25, IDF overlap); across languages they are all blind, so it would drop every
     hit that a multilingual model found in another language. It abstains there instead. Over
     an English-only model's store such hits are noise and are judged (dropped) as before.
     A score of exactly the threshold never raises the depth (``nodes.critic``).
     """
     from ragbrain.lexical.tokens import detect_language
-    from ragbrain.models.embeddings import MODEL_READS
+    from ragbrain.models.profiles import profile
 
-    if embedding_model not in MODEL_READS or MODEL_READS[embedding_model] is not None:
+    found = profile(embedding_model) if embedding_model is not None else None
+    if found is None or found.reads is not None:
         return scores
     asked = detect_language(query)
     if asked == "none":

@@ -32,11 +32,11 @@ ON_CRITIC_ERROR: tuple[OnCriticError, ...] = ("raise", "disable")
 class ShippedCritic:
     """The critic the package ships, picked for each store when a graph binds it
     (``for_store``): the evidence critic (``ragbrain.critic.evidence``: no encoder, no torch)
-    on stores of the embedding model its layer learned (all-MiniLM-L6-v2), where the
-    cross-encoder adds nothing measurable on domains it never saw; the cross-encoder
-    (``TransformerCritic`` from ``default_critic_path()``) on the others (multilingual-e5-small
-    stores). Nothing loads until then, so choosing it costs nothing. Used unbound (``score``
-    without a store), it is the cross-encoder.
+    on stores of the embedding model its layer learned (``critic/evidence.json`` names it),
+    where the cross-encoder adds nothing measurable on domains it never saw; the cross-encoder
+    (``TransformerCritic`` from ``default_critic_path()``) on the others. Nothing loads until
+    then, so choosing it costs nothing. Used unbound (``score`` without a store), it is the
+    cross-encoder.
     """
 
     def __init__(self, folder: Path | None = None, evidence: Path | None = None) -> None:

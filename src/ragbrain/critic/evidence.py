@@ -3,7 +3,7 @@ notes it never saw, with no encoder of its own.
 
 Measured leave-one-domain-out on the English sets (``docs/decisions/english-critic.md``),
 the cross-encoder's logit ranks a store's candidates at or below chance where it never saw
-the domain, and adding it to the columns below moves the ROC AUC by less than 0.01. What
+the domain, and adding it to the columns below moves the ROC AUC within noise. What
 carries the signal is the embedding's cosine over the whole chunk (the distance the store
 already computed), how much of the question's rare words a chunk holds, and whether the
 dense and the lexical evidence agree on a chunk's place in the list. Those seven columns:

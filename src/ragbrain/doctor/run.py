@@ -22,7 +22,8 @@ from ragbrain.doctor.vectors import (
     check_space,
 )
 from ragbrain.errors import StoreNotFoundError, StoreUnavailableError
-from ragbrain.models.embeddings import DEFAULT_EMBEDDING_MODEL, EMBEDDING_CHOICES, embeddings_for
+from ragbrain.models.embeddings import EMBEDDING_CHOICES, embeddings_for
+from ragbrain.models.profiles import profile
 from ragbrain.store import COLLECTION, MODEL_KEY, connect
 from ragbrain.store.ledger import parse
 from ragbrain.store.resilience import StorePolicy, call
@@ -50,8 +51,8 @@ def diagnose(
     vector is; the lexical index, when there is one, holds exactly the store's chunks.
 
     With ``store_model`` and no ``embeddings``, queries use the model the store records
-    (as every reader does). A store of all-MiniLM-L6-v2 whose chunks are mostly not English
-    gets the command that re-embeds it with multilingual-e5-small.
+    (as every reader does). A store of an English-only model whose chunks are mostly not
+    English gets the command that re-embeds it with the multilingual model.
 
     Returns:
         One ``Finding`` per check, in order; the checks stop early when the store cannot be
@@ -79,8 +80,9 @@ def diagnose(
     findings += count_findings
     if metadatas:
         findings += check_sources(metadatas, parse(collection.metadata).roots, hint)
-    if recorded == DEFAULT_EMBEDDING_MODEL and metadatas:
-        findings.append(check_languages(metadatas, hint))
+    model = profile(str(recorded)) if recorded is not None else None
+    if model is not None and model.english_only and metadatas:
+        findings.append(check_languages(metadatas, hint, model.name))
     if embeddings is not None and dimension_ok and metadatas:
         findings.append(check_self_retrieval(collection, embeddings, policy, sample))
     if dimension_ok and metadatas:

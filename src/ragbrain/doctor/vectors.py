@@ -141,7 +141,7 @@ def check_self_retrieval(
 
 
 #: Beyond this many chunks the reach check searches an even spread of this many (one search
-#: per chunk: about 3.7 s for 10k on 2 cores).
+#: per chunk: docs/decisions/measured-costs.md).
 REACH_LIMIT = 20_000
 
 

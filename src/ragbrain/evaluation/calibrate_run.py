@@ -68,7 +68,7 @@ def run_calibration(
         store_path: With ``data``, the store that receives the threshold (None: none does);
             without, the store (None: the default one) that supplies the samples and receives it.
         embeddings: The model to calibrate for; None: the store's own model (the default
-            model, all-MiniLM-L6-v2, for labelled ``data`` without a store). A model other
+            model for labelled ``data`` without a store). A model other
             than the store's is refused by ``Store.open``.
         samples: Queries per folder (labelled) or chunks (self-supervised).
 

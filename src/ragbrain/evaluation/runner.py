@@ -72,7 +72,7 @@ def build_retrievers(
     configs: Sequence[Config], store: Store, critic: Critic | None, base: RetrievalContext
 ) -> dict[str, BaseRetriever]:
     """One retriever per configuration; the graph (and its store and critic) is shared."""
-    from ragbrain.lexical.retriever import BM25Retriever
+    from ragbrain.evaluation.bm25_retriever import BM25Retriever
     from ragbrain.lexical.sync import LexicalSearcher
 
     # Every configuration but LangChain's dense one reads the lexical index (hybrid search,

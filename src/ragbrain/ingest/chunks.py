@@ -10,7 +10,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from ragbrain.ingest.spans import line_spans
-from ragbrain.models.embeddings import minilm_path, set_offline
+from ragbrain.models.embeddings import default_model_path, set_offline
 from ragbrain.query.filters import MODIFIED_KEY
 
 if TYPE_CHECKING:
@@ -47,13 +47,13 @@ def chunk_id(text: str, metadata: dict[str, Any]) -> str:
 
 @cache
 def token_counter() -> Callable[[str], int]:
-    """The number of MiniLM tokens in a text (no special tokens), as the transformers
-    tokenizer's ``tokenize`` counts them, read by the ``tokenizers`` engine it wraps: no
-    "sequence length is longer than the specified maximum" warning (a note is counted whole
-    on purpose, to be split), and no transformers import on the way."""
+    """The number of the default model's tokens in a text (no special tokens), as the
+    transformers tokenizer's ``tokenize`` counts them, read by the ``tokenizers`` engine it
+    wraps: no "sequence length is longer than the specified maximum" warning (a note is
+    counted whole on purpose, to be split), and no transformers import on the way."""
     from tokenizers import Tokenizer
 
-    engine = Tokenizer.from_file(str(minilm_path() / "tokenizer.json"))
+    engine = Tokenizer.from_file(str(default_model_path() / "tokenizer.json"))
     engine.no_truncation()
     engine.no_padding()
 
@@ -65,8 +65,9 @@ def token_counter() -> Callable[[str], int]:
 
 @cache
 def splitter(chunk_tokens: int = CHUNK_TOKENS, overlap: int = OVERLAP_TOKENS) -> TextSplitter:
-    """A Markdown-aware splitter that measures length in MiniLM tokens, not characters,
-    so a Japanese or Thai chunk fits the embedding model's window as well as an English one."""
+    """A Markdown-aware splitter that measures length in the default model's tokens, not
+    characters, so a Japanese or Thai chunk fits the embedding model's window as well as an
+    English one."""
     set_offline()
     return _markdown_splitter(token_counter(), chunk_tokens, overlap)
 
@@ -91,15 +92,19 @@ _OWN_SPLITTERS: dict[int, tuple[object, TextSplitter]] = {}
 def splitter_for(embeddings: Embeddings | None) -> TextSplitter:
     """The splitter of a store's chunks: ``CHUNK_TOKENS`` counted in its model's own tokens.
 
-    MiniLM's WordPiece is far from XLM-R's SentencePiece outside English (a Thai chunk of 200
-    MiniLM tokens measured a median 198 and up to 858 e5-small tokens, past the model's 512;
-    an Arabic one only 70), so an e5-small store counts with e5-small's tokenizer, taken from
-    the loaded model (no second copy: it holds ~280 MB). Every other model, and an e5-small
-    stand-in without a tokenizer (tests' fakes), counts MiniLM tokens as before.
+    The default model's WordPiece is far from a multilingual SentencePiece outside English
+    (docs/decisions/chunk-tokens-per-model.md), so a store whose model's profile says
+    ``own_tokenizer_chunks`` counts with that model's tokenizer, taken from the loaded model
+    (no second copy). Every other model, and a stand-in without a tokenizer (tests' fakes),
+    counts the default model's tokens.
     """
-    from ragbrain.models.embeddings import E5_SMALL, model_name_of
+    from ragbrain.models.embeddings import model_name_of
+    from ragbrain.models.profiles import profile
 
-    if embeddings is None or model_name_of(embeddings) != E5_SMALL:
+    if embeddings is None:
+        return splitter()
+    found = profile(model_name_of(embeddings))
+    if found is None or not found.own_tokenizer_chunks:
         return splitter()
     engine = tokenizer_engine(embeddings)
     if engine is None:

@@ -1,10 +1,12 @@
 """The embedding model of a new store when none is chosen: by the languages of its notes.
 
-multilingual-e5-small reads Japanese, Thai, Chinese and Arabic where all-MiniLM-L6-v2 reads
-noise (dense nDCG@10 0.93 against 0.03 on iApp Thai), and is within noise of it on English
-(docs/decisions/e5-small-for-non-english-notes.md); MiniLM embeds several times faster. So a
-new store of English notes gets MiniLM, and one where at least ``FOREIGN_SHARE`` of the notes
-are mainly in another language gets e5-small. An existing store always keeps its model.
+The multilingual model reads Japanese, Thai, Chinese and Arabic where the English one reads
+noise, and is within noise of it on English
+(docs/decisions/e5-small-for-non-english-notes.md); the English one embeds several times
+faster. So a new store of English notes gets the model whose profile is chosen for English
+notes, and one where at least ``FOREIGN_SHARE`` of the notes are mainly in another language
+gets the multilingual one (``ragbrain.models.profiles``: ``chosen_for``). An existing store
+always keeps its model.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ from pathlib import Path
 
 from ragbrain.ingest.files import find_notes
 from ragbrain.lexical.tokens import detect_language
-from ragbrain.models.embeddings import DEFAULT_EMBEDDING_MODEL, E5_SMALL
+from ragbrain.models.profiles import chosen_for
 
-#: Share of notes not mainly in English (or without letters) from which e5-small is chosen.
+#: Share of notes not mainly in English (or without letters) from which the multilingual
+#: model is chosen.
 FOREIGN_SHARE = 0.05
 _SAMPLE = 2000  # notes read; characters per note
 _CHARS = 2000
@@ -32,8 +35,10 @@ def model_for_notes(path: Path) -> tuple[str, str]:
     foreign = [lang for lang in languages if lang not in ("en", "none")]
     if languages and len(foreign) / len(languages) >= FOREIGN_SHARE:
         shown = ", ".join(sorted({*foreign}))
-        return E5_SMALL, (
+        multilingual = chosen_for("multilingual")
+        return multilingual.name, (
             f"{len(foreign)} of {len(languages)} notes are mainly in {shown}: "
-            "multilingual-e5-small (--embedding e5-small)"
+            f"{multilingual.name} (--embedding {multilingual.choice})"
         )
-    return DEFAULT_EMBEDDING_MODEL, "the notes are English: all-MiniLM-L6-v2 (--embedding minilm)"
+    english = chosen_for("english")
+    return english.name, f"the notes are English: {english.name} (--embedding {english.choice})"

@@ -59,7 +59,7 @@ def re_embed(
     Args:
         path: The folder the store was ingested from (every chunk's ``root``).
         store: The store folder; None means ``default_store_path()``.
-        embeddings: The model of the new store (e.g. ``embeddings_for("e5-small")``).
+        embeddings: The model of the new store (``embeddings_for`` of an ``--embedding`` choice).
         type_: As for ``ingest``.
         max_bytes: As for ``ingest``.
         progress: Called with (chunks embedded so far, chunks to embed).

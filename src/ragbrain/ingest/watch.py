@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 #: Stores above this many chunks get a status line before the first pass's index check
-#: (it costs 3.7 s per 10k chunks on 2 cores).
+#: (docs/decisions/measured-costs.md).
 LONG_CHECK = 20_000
 
 DEBOUNCE_SECONDS = 1.0
@@ -174,7 +174,7 @@ class Watcher:
             reports.append(report)
         with self.write_lock:
             # Checked again after the first full pass, and thoroughly (every chunk searched by
-            # its own vector: 3.7 s at 10k chunks, once per start). After a watcher was killed,
+            # its own vector, once per start). After a watcher was killed,
             # a chunk could be missing from Chroma's vector index once the ingest's own repair
             # (before its writes) had run (seen in the SIGKILL test, about one start in
             # three), or be in the index out of every search's reach (1 run in 35 of that

@@ -3,7 +3,7 @@
 ``hybrid_search`` fuses the dense and BM25 lists by score (``fuse_scores``): each chunk gets
 ``DENSE_SHARE`` x its dense similarity, min-max scaled over the dense list, plus the rest x
 its BM25 score over the most the query can score (the sum of its terms' IDF: a Lucene term
-scores below its IDF), raised to the store model's ``BM25_POWER``. BM25 is not rescaled to
+scores below its IDF), raised to the store model's ``bm25_power``. BM25 is not rescaled to
 its own best hit, so a BM25 list that matches little of the query counts little: on code
 search (CoSQA: web questions against Python functions) BM25's best hit holds a third of the
 query's score, on the QA sets most of it. Compared leave-one-domain-out with reciprocal rank
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from ragbrain.errors import InvalidInputError
 from ragbrain.lexical.tokens import Language, script_counts
-from ragbrain.state import Hit
+from ragbrain.store.hits import Hit
 
 if TYPE_CHECKING:
     from ragbrain.lexical.index import LexicalIndex
@@ -38,12 +38,6 @@ CANDIDATES = 30
 #: train/dev queries (docs/decisions/hybrid-score-fusion.md): 0.3 for both store models
 #: (0.2-0.4 when fit leave-one-domain-out).
 DENSE_SHARE = 0.3
-#: The power BM25's share of the query's most is raised to, per store model (fit with
-#: ``DENSE_SHARE``: 2 for all-MiniLM-L6-v2, 1 for multilingual-e5-small); other models: 1.
-#: Squared, a BM25 hit matching half of the query counts a quarter.
-BM25_POWER: dict[str, float] = {"all-MiniLM-L6-v2": 2.0}
-#: What ``dense_trusted`` assumes the English-only default model reads.
-ENGLISH_ONLY = ("en", "none")
 #: Scripts that count wherever they appear in a query, not only as its main script: a
 #: Japanese question quoting English names ("Hainesと誰が、StripTheoryを考案しましたか") is
 #: mostly Latin letters, yet an English-only model cannot read the question. Other scripts
@@ -120,9 +114,8 @@ def dense_trusted(store: Store, query: str, languages: Sequence[str] | None) -> 
         query: Its main script, and Japanese or Thai wherever they appear
             (``ALWAYS_COUNTED``), must be languages the model reads.
         languages: Query languages the embedding model reads (``script_counts`` names);
-            None means what the store's model reads (``ragbrain.models.embeddings.MODEL_READS``:
-            English and text without letters for all-MiniLM-L6-v2, every language for
-            multilingual-e5-small and for any model not listed).
+            None means what the store's model reads (its profile's ``reads``,
+            ``ragbrain.models.profiles``; every language for a model without one).
     """
     if languages is None:
         from ragbrain.models.embeddings import model_name_of, model_reads
@@ -138,8 +131,13 @@ def dense_trusted(store: Store, query: str, languages: Sequence[str] | None) -> 
 
 
 def bm25_power(model: str) -> float:
-    """``BM25_POWER`` of the store model ``model`` (1 for a model not listed)."""
-    return BM25_POWER.get(model, 1.0)
+    """The power BM25's share of the query's most is raised to for the store model ``model``
+    (its profile's ``bm25_power``, fit with ``DENSE_SHARE``; 1 for a model without one).
+    Squared, a BM25 hit matching half of the query counts a quarter."""
+    from ragbrain.models.profiles import profile
+
+    found = profile(model)
+    return found.bm25_power if found is not None else 1.0
 
 
 def fusion_weights(trust_dense: bool) -> tuple[float, float]:
@@ -155,7 +153,7 @@ class FusionWeights:
         dense: The dense side's share (``DENSE_SHARE``; 0 when the dense side is not trusted).
         bm25_best: BM25's best score over the most the query can score (0 to 1): the most
             any chunk gets from the BM25 side is ``(1 - dense) * bm25_best ** power``.
-        power: The power BM25's share is raised to (``BM25_POWER``).
+        power: The power BM25's share is raised to (``bm25_power``).
     """
 
     dense: float
@@ -222,7 +220,7 @@ class Fused:
     weights: FusionWeights
     #: The dense side's best cosine distance (None: it found nothing), whatever the fusion kept.
     nearest: float | None = None
-    #: How much of the query BM25's best chunk holds, by rarity (``ragbrain.refusal.offtopic
+    #: How much of the query BM25's best chunk holds, by rarity (``ragbrain.lexical.support
     #: .lexical_support``; None: the query has no index term).
     support: float | None = None
 
@@ -277,7 +275,7 @@ def hybrid_fusion(
     dense_ids = {hit["id"] for hit in dense}
     only = sum(hit["id"] not in dense_ids for hit in hits)
     nearest = max(0.0, dense[0]["distance"]) if dense else None
-    from ragbrain.refusal.offtopic import lexical_support
+    from ragbrain.lexical.support import lexical_support
 
     support = lexical_support(index, query, [match.id for match in matches])
     return Fused(hits, only, FusionWeights(share, best, power), nearest, support)

@@ -294,7 +294,7 @@ class LexicalIndex:
         """What each of the query's distinct terms weighs, by rarity: the IDF of each term the
         index knows (by term id), and the mass of them all, a term the index never saw
         counting as the rarest (held by no chunk). A share of that mass is how much of the
-        question a text holds (``ragbrain.refusal.offtopic.lexical_support``,
+        question a text holds (``ragbrain.lexical.support.lexical_support``,
         ``ragbrain.critic.evidence``): a stemmed near-miss of a common word weighs little,
         a rare word of the question the notes lack the most.
 

@@ -149,7 +149,7 @@ class RagbrainService:
             critic: As for ``CorrectiveRetriever.from_store``; a critic that fails to load is
                 turned off (and the trace says why) rather than stopping the server.
             embeddings: Any LangChain ``Embeddings``; None is the model the store records
-                (``ragbrain.models.embeddings.embeddings_for``; all-MiniLM-L6-v2 for a new store).
+                (``ragbrain.models.embeddings.embeddings_for``; the default model for a new store).
             watch: Keep the allowed folders in step with the store from a background
                 thread (``start_watching``), as ``ragbrain watch`` does.
             debounce: Seconds of quiet that end a burst of saves (with ``watch``).

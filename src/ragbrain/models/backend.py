@@ -14,8 +14,8 @@ if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
 BACKENDS = ("torch", "onnx")
-#: ONNX Runtime int8: about 2x torch's passage encoding and 2.5x its query speed, the default
-#: pipeline within 0.005 nDCG@10 of torch's on four sets (docs/onnx.md).
+#: ONNX Runtime int8: faster than torch, the pipeline's quality within noise of torch's
+#: (docs/onnx.md).
 DEFAULT_BACKEND = "onnx"
 
 

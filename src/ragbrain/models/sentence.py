@@ -1,5 +1,6 @@
 """A sentence-transformers BERT folder as LangChain ``Embeddings`` on torch, without importing
-sentence-transformers or transformers (about 3.8 s of a cold query; ``ragbrain.models.bert``).
+sentence-transformers or transformers (most of a cold query: docs/decisions/measured-costs.md;
+``ragbrain.models.bert``).
 
 It does what ``HuggingFaceEmbeddings`` over ``SentenceTransformer.encode`` does for these
 folders, step for step, so the vectors equal theirs (tests compare both on tiny models and on

@@ -3,11 +3,10 @@ rest, and say whether the notes answer the query at all.
 
 The node is always in the graph. Without a critic it hands over the first ``depth`` hits and
 the trace says why. With one, every candidate it keeps is handed over: its evidence may raise
-the depth up to the number judged (measured leave-one-domain-out, ``docs/quality.md``: on
-NFCorpus, where queries have many relevant documents, nDCG@10 0.265 -> 0.323; the other sets
-within noise).
+the depth up to the number judged (measured leave-one-domain-out, ``docs/quality.md``: it
+helps where queries have many relevant documents).
 
-A compound question's chunks (``ragbrain.query.parts``) are judged against each part as well, each
+A compound question's chunks (``ragbrain.nodes.parts``) are judged against each part as well, each
 keeping its best score: a chunk that answers one part is a half-answer to the whole question
 and would be dropped. Each part's best-judged chunk, when kept, is handed over whatever its
 rank, and the trace names the part each chunk was kept for (``part``).
@@ -25,11 +24,12 @@ from ragbrain.context import RetrievalContext, context_of
 from ragbrain.critic.base import Critic, keep_mask, threshold_label
 from ragbrain.critic.model import TransformerCritic
 from ragbrain.nodes import Node
+from ragbrain.nodes.parts import judge_parts, nearest_parts
 from ragbrain.query.compound import split_compound
-from ragbrain.query.parts import judge_parts, nearest_parts
 from ragbrain.refusal.abstain import AbstainThresholds, Evidence, hand_over, should_abstain
 from ragbrain.refusal.offtopic import OffTopicCut, refusal_reason
-from ragbrain.state import RETRIEVAL_KEY, Hit, RetrievalState
+from ragbrain.state import RETRIEVAL_KEY, RetrievalState
+from ragbrain.store.hits import Hit
 
 if TYPE_CHECKING:
     from ragbrain.lexical.sync import LexicalSearcher

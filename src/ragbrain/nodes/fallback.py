@@ -9,7 +9,8 @@ from langgraph.runtime import Runtime
 from ragbrain.context import RetrievalContext, context_of
 from ragbrain.nodes import Node
 from ragbrain.query.filters import Filters
-from ragbrain.state import Hit, RetrievalState
+from ragbrain.state import RetrievalState
+from ragbrain.store.hits import Hit
 
 if TYPE_CHECKING:
     from ragbrain.lexical.sync import LexicalSearcher

@@ -16,7 +16,8 @@ from langgraph.runtime import Runtime
 from ragbrain.context import RetrievalContext, context_of
 from ragbrain.nodes import Node
 from ragbrain.nodes.fallback import can_widen
-from ragbrain.state import Hit, RetrievalState, Verdict
+from ragbrain.state import RetrievalState, Verdict
+from ragbrain.store.hits import Hit
 
 
 @dataclass(frozen=True)

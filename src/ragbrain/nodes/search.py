@@ -8,11 +8,12 @@ from langgraph.runtime import Runtime
 
 from ragbrain.context import RetrievalContext, context_of
 from ragbrain.nodes import Node
+from ragbrain.nodes.parts import search_parts
 from ragbrain.query.compound import split_compound
 from ragbrain.query.filters import Filters
-from ragbrain.query.parts import search_parts
 from ragbrain.query.typematch import unknown_types, unknown_types_message
-from ragbrain.state import Hit, RetrievalState
+from ragbrain.state import RetrievalState
+from ragbrain.store.hits import Hit
 
 if TYPE_CHECKING:
     from ragbrain.lexical.fusion import Fused
@@ -28,7 +29,7 @@ def make_vector_search(store: Store, lexical: LexicalSearcher | None = None) -> 
     dense and BM25 hits; every hit still carries its cosine distance, so the gate reads the
     same kind of number in either mode. A compound question ("X vs Y", "difference between X
     and Y", ...; ``ragbrain.query.compound``) has each part searched as well
-    (``ragbrain.query.parts``) unless ``split_compound`` is off. Types match case-insensitively; a
+    (``ragbrain.nodes.parts``) unless ``split_compound`` is off. Types match case-insensitively; a
     requested type
     that matches no stored one is named in the trace with the closest ones. Path, tag and
     date filters (``ragbrain.query.filters``) apply to both sides; the trace says what they were

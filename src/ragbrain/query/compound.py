@@ -2,7 +2,7 @@
 
 "What is the difference between pip-tools and uv?" asks about two things; a search for the
 whole question can return only one of them. The parts found here are searched besides the
-whole (``ragbrain.query.parts``). The rules, by language:
+whole (``ragbrain.nodes.parts``). The rules, by language:
 
 - English: "difference(s) between X and Y", "X differs from Y", "compare X with/to/and/
   against Y" (at the start), "comparison of X and Y", "X vs Y" / "X vs. Y" / "X versus Y",

@@ -17,8 +17,8 @@ Every filter is the caller's scope: they combine with AND, and the fallback sear
   or date-time without a zone is UTC. A chunk ingested before times were recorded has none
   and is left out by a date filter.
 
-(306 lines, a little over the package's ~300: the rules above and the one value that checks and
-applies them stay together, so that they cannot drift apart.)
+(A little longer than the package's ~300-line modules: the rules above and the one value that
+checks and applies them stay together, so that they cannot drift apart.)
 """
 
 from __future__ import annotations

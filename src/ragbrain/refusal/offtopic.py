@@ -4,12 +4,12 @@ The evidence is absolute, not relative to the list: the query's best cosine dist
 store, against a cut this store learns at ingest from how far a bank of general questions
 (``general_questions.jsonl``: cooking, sport, travel, ... in English, Japanese, Thai, Chinese
 and Arabic, written for the project) stays from its notes. The cut is a low quantile of those
-distances (``LEVELS``, fit leave-one-domain-out: ``python -m benchmarks.offtopic``):
+distances (the model profile's level, fit leave-one-domain-out: ``python -m benchmarks.offtopic``):
 a question farther from every note than most general questions are is about something else.
 
 A store too small to say (fewer than ``MIN_CHUNKS`` chunks) uses the cut shipped for its
-embedding model, and the trace says so. On a store whose model reads English only
-(all-MiniLM-L6-v2), a question written in a script the notes do not use (Thai, Chinese,
+embedding model, and the trace says so. On a store whose model reads English only (its
+profile's ``reads``), a question written in a script the notes do not use (Thai, Chinese,
 Arabic, ...) is refused with that reason: the model cannot read it, so its distance means
 nothing.
 
@@ -34,13 +34,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragbrain._util import write_bytes
+from ragbrain.models.profiles import OffTopicLevels, chosen_for, default_profile, profile
 from ragbrain.paths import cache_root
 
 if TYPE_CHECKING:
     import numpy as np
     from langchain_core.embeddings import Embeddings
 
-    from ragbrain.lexical.index import LexicalIndex
     from ragbrain.store import Store
 
 log = logging.getLogger(__name__)
@@ -48,31 +48,15 @@ log = logging.getLogger(__name__)
 BANK = Path(__file__).with_name("general_questions.jsonl")
 #: Fewer chunks than this: the store's own distances say too little; the shipped cut applies.
 MIN_CHUNKS = 20
-#: Per embedding model, the quantile of the bank's best distances that becomes a store's cut,
-#: and the strict level's cut as a share of it: the lowest quantile (share) that refuses at
+#: The quantile of the bank's best distances that becomes a store's cut, the strict level's
+#: cut as a share of it, the cut shipped for stores too small to calibrate and the lexical
+#: support that rescues a far question are per embedding model, in its profile
+#: (``ragbrain.models.profiles``: ``offtopic``): the lowest quantile (share) that refuses at
 #: most 2% (5%) of every shared set's answerable test-split-free fit queries, fit on every
-#: set's store (``python -m benchmarks.offtopic --ship``; docs/refusal.md). Other models get
-#: all-MiniLM-L6-v2's.
-LEVELS: dict[str, tuple[float, float]] = {
-    "all-MiniLM-L6-v2": (0.185, 0.94),
-    "multilingual-e5-small": (0.02, 0.89),
-}
-#: Shipped cuts per embedding model, for stores too small to calibrate: the median over the
-#: shared sets' stores of the cut the rule above gives (same command).
-SHIPPED_CUTS: dict[str, float] = {
-    "all-MiniLM-L6-v2": 0.707,
-    "multilingual-e5-small": 0.154,
-}
-#: Per embedding model, the lexical support that rescues a far question (fit with ``LEVELS``).
-SUPPORT: dict[str, float] = {
-    "all-MiniLM-L6-v2": 0.65,
-    "multilingual-e5-small": 0.4,
-}
+#: set's store, the shipped cut the median over the shared sets' stores of the cut that rule
+#: gives (``python -m benchmarks.offtopic --ship`` writes them; docs/refusal.md). Other models
+#: get the default model's levels and rescue, and no shipped cut.
 NO_RESCUE = 1.01
-#: BM25's hits whose rare words count as support.
-SUPPORT_HITS = 10
-#: Models that read English only: other scripts are refused by script, not by distance.
-ENGLISH_ONLY = frozenset({"all-MiniLM-L6-v2"})
 #: A script this rare among the store's chunks is one the notes do not use.
 RARE_SCRIPT = 0.05
 #: Chunks read to learn the store's scripts (the benchmark's reading of them).
@@ -224,40 +208,36 @@ def quantile(values: Sequence[float], q: float) -> float:
 
 def shipped_cut(model: str) -> OffTopicCut | None:
     """The cut shipped for ``model``; None for a model it was not fit for."""
-    if model not in SHIPPED_CUTS:
+    found = profile(model)
+    if found is None:
         return None
-    distance = SHIPPED_CUTS[model]
+    distance = found.offtopic.cut
     strict = round(distance * levels(model)[1], 4)
     return OffTopicCut(distance, strict, f"shipped for {model}", model, support=rescue(model))
 
 
+def _levels_of(model: str) -> OffTopicLevels:
+    """``model``'s off-topic values (the default model's for a model without a profile)."""
+    found = profile(model)
+    return (found or default_profile()).offtopic
+
+
 def levels(model: str) -> tuple[float, float]:
-    """The quantile and the strict share ``model``'s stores use (``LEVELS``)."""
-    return LEVELS.get(model, LEVELS["all-MiniLM-L6-v2"])
+    """The quantile and the strict share ``model``'s stores use."""
+    chosen = _levels_of(model)
+    return chosen.level, chosen.strict_scale
 
 
 def rescue(model: str) -> float:
-    """The lexical support that rescues a far question on ``model``'s stores (``SUPPORT``)."""
-    return SUPPORT.get(model, SUPPORT["all-MiniLM-L6-v2"])
+    """The lexical support that rescues a far question on ``model``'s stores."""
+    return _levels_of(model).support
 
 
-def lexical_support(index: LexicalIndex, query: str, hits: Sequence[str]) -> float | None:
-    """How much of the question one chunk holds, by rarity: the IDF of the question's terms
-    the best of ``hits`` (BM25's top chunks) holds, over the IDF of all its terms, a term the
-    store never saw counting as the rarest. A stemmed near-miss of a common word weighs
-    little, and a rare word of the question the notes lack weighs the most.
-
-    Returns:
-        A share in [0, 1]; None for a question without index terms.
-    """
-    weights, mass = index.query_weights(query)
-    if mass <= 0:
-        return None
-    best = 0.0
-    for id_ in hits[:SUPPORT_HITS]:
-        held = index.terms_of(id_)
-        best = max(best, sum(w for t, w in weights.items() if t in held))
-    return min(best / mass, 1.0)
+def english_only(model: str) -> bool:
+    """Whether ``model`` reads English only: other scripts are refused by script, not by
+    distance."""
+    found = profile(model)
+    return found is not None and found.english_only
 
 
 def calibrate(
@@ -287,7 +267,7 @@ def calibrate(
             model,
             support=shipped.support,
         )
-    english = model in ENGLISH_ONLY
+    english = english_only(model)
     questions = bank(english_only=english)
     vectors = query_vectors(store.embeddings, questions)
     sample = store.call(
@@ -372,14 +352,15 @@ def refusal_reason(
         return "the search found no chunk to judge"
     script = script_of(query)
     if (
-        cut.model in ENGLISH_ONLY
+        english_only(cut.model)
         and script not in ("latin", "none")
         and cut.scripts.get(script, 0.0) < RARE_SCRIPT
     ):
         return (
             f"off-topic: the question is written in {script} script, which this store's "
             f"notes do not use and its embedding model ({cut.model}) does not read; a "
-            "multilingual store (ragbrain ingest --embedding e5-small) would"
+            f"multilingual store (ragbrain ingest --embedding {chosen_for('multilingual').choice}) "
+            "would"
         )
     limit = cut.strict if strict else cut.distance
     if best_distance <= limit or (support is not None and support >= cut.support):

@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ragbrain.query.typematch import fold
-from ragbrain.state import Hit
+from ragbrain.store.hits import Hit
 from ragbrain.store.type_index import OVERFETCH
 
 logger = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """Store: one cosine Chroma collection and the embeddings that fill it (reads, writes, search).
 
-(559 lines, over the package's ~300: ``Store`` is the one object every reader and writer
-holds, and each of its methods is a single Chroma operation under the store's deadline;
+(Longer than the package's ~300-line modules: ``Store`` is the one object every reader and
+writer holds, and each of its methods is a single Chroma operation under the store's deadline;
 connecting, the collection's checks and crash repair live in the modules beside it.)
 """
 
@@ -24,9 +24,9 @@ from ragbrain.errors import InvalidInputError
 from ragbrain.models.embeddings import model_name_of
 from ragbrain.paths import cache_root
 from ragbrain.query.typematch import stored_spellings
-from ragbrain.state import Hit
 from ragbrain.store.collection import open_collection
 from ragbrain.store.connect import connect
+from ragbrain.store.hits import Hit
 from ragbrain.store.keys import (
     BATCH,
     COLLECTION,
@@ -172,11 +172,11 @@ class Store:
         Raises:
             InvalidInputError: The store was made without its client (not by ``Store.open``).
         """
-        # An import of a layer above (no circle: that module reaches the store layer only
-        # through the lexical index's modules): its writes bring the lexical index in step.
-        from ragbrain.vectorstores.chroma import RagbrainChroma
+        # A thin alias of the layer above, the one upward call the import contract allows
+        # (pyproject.toml): the vector store's writes bring the lexical index in step.
+        from ragbrain.vectorstores.chroma import as_vectorstore
 
-        return RagbrainChroma(self)
+        return as_vectorstore(self)
 
     def call(self, what: str, fn: Callable[[], T]) -> T:
         """Run one Chroma operation under the store's deadline and retry policy."""

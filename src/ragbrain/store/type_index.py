@@ -22,7 +22,7 @@ store writes, and reloaded when the collection's count has changed (checked at m
 ``RECHECK_SECONDS``, and only once the store's version has moved), so another writer's
 changes show up too; every result is checked against Chroma before it is returned.
 
-(507 lines, over the package's ~300: the over-fetch, the kept vectors and
+(Longer than the package's ~300-line modules: the over-fetch, the kept vectors and
 their freshness checks are one mechanism whose parts share the same cache entries.)
 """
 
@@ -44,7 +44,7 @@ from safetensors.numpy import save_file
 
 from ragbrain._util import replacing
 from ragbrain.query.typematch import fold, stored_spellings
-from ragbrain.state import Hit
+from ragbrain.store.hits import Hit
 
 if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection

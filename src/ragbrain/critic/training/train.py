@@ -1,5 +1,5 @@
-"""`ragbrain critic train`: fine-tune a truncated cross-encoder (cut from MiniLM or from
-multilingual-e5-small) on mined groups, calibrate it on dev queries, and save a critic folder
+"""`ragbrain critic train`: fine-tune a truncated cross-encoder (cut from a model profile's
+``critic_base``) on mined groups, calibrate it on dev queries, and save a critic folder
 (safetensors, config, features, calibration).
 
 The training loop is ``fit``, the folder's files are written by ``save``, and
@@ -64,8 +64,7 @@ def train_critic(
     are reported (so those figures are in-sample for the layer; 5-fold cross-fitting by query
     moved them by about a point on the shipped critic). Without, they are fit on ``dev`` (the
     mined dense candidates of the same queries) and only judged on ``dev_seen``: per-pair
-    layers fit on the hybrid lists were worse on dev (SciFact: 25.0% of irrelevant chunks
-    dropped at 96.9% kept, against 36.5% at 94.7%).
+    layers fit on the hybrid lists were worse on dev (docs/decisions/measured-costs.md).
 
     ``progress(label)`` gives a ``report(done, total)`` callback per stage (or None);
     ``base`` is a folder to start from instead of ``recipe.base`` (the folder then records no

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ragbrain.lexical.fusion import fuse_hits, rrf
-from ragbrain.state import Hit
+from ragbrain.store.hits import Hit
 
 if TYPE_CHECKING:
     from ragbrain.critic.base import Critic

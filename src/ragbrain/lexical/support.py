@@ -1,0 +1,32 @@
+"""How much of a question BM25's best chunk holds, by rarity: off-topic refusal's lexical
+evidence (``ragbrain.refusal.offtopic``), measured where the hybrid search runs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ragbrain.lexical.index import LexicalIndex
+
+#: BM25's hits whose rare words count as support.
+SUPPORT_HITS = 10
+
+
+def lexical_support(index: LexicalIndex, query: str, hits: Sequence[str]) -> float | None:
+    """How much of the question one chunk holds, by rarity: the IDF of the question's terms
+    the best of ``hits`` (BM25's top chunks) holds, over the IDF of all its terms, a term the
+    store never saw counting as the rarest. A stemmed near-miss of a common word weighs
+    little, and a rare word of the question the notes lack weighs the most.
+
+    Returns:
+        A share in [0, 1]; None for a question without index terms.
+    """
+    weights, mass = index.query_weights(query)
+    if mass <= 0:
+        return None
+    best = 0.0
+    for id_ in hits[:SUPPORT_HITS]:
+        held = index.terms_of(id_)
+        best = max(best, sum(w for t, w in weights.items() if t in held))
+    return min(best / mass, 1.0)
