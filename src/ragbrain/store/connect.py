@@ -16,10 +16,11 @@ if TYPE_CHECKING:
 
 
 def embedded_client(path: Path) -> ClientAPI:
-    import chromadb
-    from chromadb.config import Settings
+    """A client that reads the folder as it is now: never the segments chromadb cached for
+    the path when this process opened it before (``follow.fresh_client``)."""
+    from ragbrain.store.follow import fresh_client
 
-    return chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
+    return fresh_client(path)
 
 
 def parse_server_url(url: str) -> tuple[str, int, bool]:
