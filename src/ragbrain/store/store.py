@@ -221,10 +221,15 @@ class Store:
     def _query_vector(self, query: str) -> tuple[float, ...]:
         """``embed_query``, refused when another process re-embedded the store with a model
         this store cannot switch to."""
+        self._refuse_a_stale_model()
+        return self._embed_query(query)
+
+    def _refuse_a_stale_model(self) -> None:
+        """Raise ``StoreMismatchError`` if another process re-embedded the store with a model
+        this store cannot switch to (``_check_model``), after following it."""
         self.follow()
         if self._mismatch is not None:
             raise StoreMismatchError(self._mismatch)
-        return self._embed_query(query)
 
     @property
     def embedding_model(self) -> str | None:
@@ -356,9 +361,7 @@ class Store:
             with writer_lock(self.folder) as interrupted:
                 if interrupted:
                     self._writer_interrupted = True
-                self.follow()
-                if self._mismatch is not None:
-                    raise StoreMismatchError(self._mismatch)
+                self._refuse_a_stale_model()
                 self._write_depth = 1
                 try:
                     yield
@@ -651,6 +654,7 @@ class Store:
         metadatas: Sequence[dict[str, Any]],
         vectors: Sequence[Sequence[float]],
     ) -> None:
+        self._refuse_a_stale_model()
         if not len(ids) == len(texts) == len(metadatas) == len(vectors):
             raise InvalidInputError(
                 f"upsert needs as many ids, texts, metadatas and vectors; got {len(ids)}, "
