@@ -27,7 +27,7 @@ from ragbrain.paths import cache_root
 from ragbrain.query.typematch import stored_spellings
 from ragbrain.state import Hit
 from ragbrain.store.collection import open_collection
-from ragbrain.store.connect import connect
+from ragbrain.store.connect import ServerAccess, connect
 from ragbrain.store.follow import Follower, StoreGoneError, fresh_client
 from ragbrain.store.keys import (
     BATCH,
@@ -268,6 +268,7 @@ class Store:
         convert_space: bool = False,
         server: str | None = None,
         policy: StorePolicy | None = None,
+        access: ServerAccess | None = None,
     ) -> Store:
         """Open (or with ``create``, create) the store in ``path`` or on a Chroma ``server``.
 
@@ -281,6 +282,8 @@ class Store:
             server: ``http://HOST:PORT`` of a Chroma server (``chroma run``) to use instead
                 of a folder.
             policy: Deadline and retries of every store call; None is ``StorePolicy()``.
+            access: With ``server``: its token, tenant and database (``ServerAccess``); None
+                reads them from the environment (``$RAGBRAIN_SERVER_TOKEN_FILE`` ...).
 
         Raises:
             StoreNotFoundError: No store there and ``create`` is false.
@@ -292,7 +295,7 @@ class Store:
         check_location(path, "Store.open")
         check_embeddings(embeddings, "Store.open")
         policy = policy or StorePolicy()
-        client, where, folder = connect(path, server, policy, create=create)
+        client, where, folder = connect(path, server, policy, create=create, access=access)
         hint = f"--server {server}" if server else f"--store {where}"
         follows_model = embeddings is None
         collection, embeddings = open_collection(
