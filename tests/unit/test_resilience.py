@@ -24,6 +24,7 @@ from chromadb.errors import (
 
 from ragbrain.errors import (
     InvalidInputError,
+    ServerAccessError,
     StoreLockedError,
     StoreMismatchError,
     StoreNotFoundError,
@@ -132,7 +133,7 @@ def test_the_deadline_caps_retries_and_attempt_timeouts() -> None:
             "dimension of 64",
         ),
         (InvalidArgumentError("bad where clause"), InvalidInputError, "bad where clause"),
-        (ChromaAuthError("denied"), StoreUnavailableError, "refused access"),
+        (ChromaAuthError("denied"), ServerAccessError, "refused access"),
         (KeyError("x"), KeyError, "x"),
     ],
     ids=["missing", "dimension", "bad-argument", "auth", "unknown-passes-through"],
