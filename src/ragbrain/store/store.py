@@ -28,7 +28,13 @@ from ragbrain.query.typematch import stored_spellings
 from ragbrain.state import Hit
 from ragbrain.store.collection import open_collection
 from ragbrain.store.connect import ServerAccess, connect
-from ragbrain.store.follow import Follower, StoreGoneError, fresh_client
+from ragbrain.store.follow import (
+    Follower,
+    StoreGoneError,
+    fresh_client,
+    release_memory,
+    retire,
+)
 from ragbrain.store.keys import (
     BATCH,
     COLLECTION,
@@ -102,10 +108,14 @@ class Store:
         self._collection = collection
         self.embeddings = embeddings
         self._follows_model = follows_model
+        # The model the store recorded when opened: only a change of it is a re-embed.
+        self._recorded_model = (collection.metadata or {}).get(MODEL_KEY)
         self._mismatch: str | None = None
         self._writers = threading.RLock()  # one writing thread at a time in this process
         self._write_depth = 0
         self._follow_lock = threading.Lock()
+        # Whether ``client`` is the store's own (``Store.open``, a reopen), not a caller's.
+        self._owns_client = False
         self.client = client  # the Chroma client behind ``collection`` (``as_vectorstore``)
         self.location = location
         self.policy = policy or StorePolicy()
@@ -177,9 +187,13 @@ class Store:
         assert self._follower is not None
         started = time.perf_counter()
         self._follower.settle()  # before opening: a write after this is seen next time
+        release_memory()  # what the clients dropped since the last reopen held
         collection, client = self.call("Reopening the store", self._fresh_collection)
         self._check_model(collection)
-        self._collection, self.client = collection, client
+        old, self._collection, self.client = self.client, collection, client
+        if self._owns_client:
+            retire(old)
+        self._owns_client = True
         self._types_seen = None
         self._ledger.forget()
         log.info(
@@ -199,6 +213,9 @@ class Store:
         switch to that model (``follows_model``), else refuse to search from now on."""
         recorded = (collection.metadata or {}).get(MODEL_KEY)
         current = model_name_of(self.embeddings)
+        if recorded == self._recorded_model:
+            return  # as when opened (a caller's model of the same dimension is its choice)
+        self._recorded_model = recorded
         self._mismatch = None
         if recorded in (None, current):
             return
@@ -307,7 +324,7 @@ class Store:
             convert_space=convert_space,
             policy=policy,
         )
-        return cls(
+        store = cls(
             collection,
             embeddings,
             location=where,
@@ -316,6 +333,8 @@ class Store:
             client=client,
             follows_model=follows_model,
         )
+        store._owns_client = folder is not None
+        return store
 
     def as_vectorstore(self) -> RagbrainChroma:
         """This store as a langchain-chroma ``Chroma`` (the same client and collection,
