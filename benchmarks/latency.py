@@ -39,7 +39,7 @@ Four measurements, one subcommand each:
     python -m benchmarks.latency hybrid [--size 100000] [--rounds 5] [--keep-index]
     python -m benchmarks.latency graph [--runs 400]
     python -m benchmarks.latency cold [--rounds 5] [--baseline-rev main]
-    python -m benchmarks.latency follow [--sizes 10000] [--rounds 5]
+    python -m benchmarks.latency follow [--sizes 10000] [--rounds 5] [--reopens 30]
 
 - ``follow``: what following other processes costs a long-lived store (``Store.follow``), as
   ratios to a plain query on the same store: the check when nothing changed (a stat; timed
@@ -49,7 +49,8 @@ Four measurements, one subcommand each:
   plain query is a dense search for k=10 with the query vector cached, and the whole pipeline
   (critic off, cached vector) beside it. The store is a copy of the synthetic store; the
   other writer is a second ``Store`` on the same folder in the same process, which opens its
-  own Chroma client as another process would. Results: ``results/follow_cost.*``.
+  own Chroma client as another process would. Then resident memory before and after 30 more
+  reopens. Results: ``results/follow_cost.*``.
 """
 
 from __future__ import annotations
@@ -580,10 +581,28 @@ def follow_round(reader: Store, writer: Store, query: str, n: int, pipe: Any) ->
     return row
 
 
+def resident_mb() -> float:
+    """This process's resident memory (Linux ``/proc``), in MB."""
+    status = Path("/proc/self/status").read_text(encoding="utf-8")
+    return int(status.split("VmRSS:")[1].split()[0]) / 1024
+
+
+def reopen_memory(reader: Store, writer: Store, reopens: int) -> dict[str, float]:
+    """Resident memory before and after ``reopens`` more reopens: a process that follows
+    another writer for long must not keep every old segment."""
+    before = resident_mb()
+    vector = reader.embeddings.embed_documents(["memory probe"])
+    for n in range(reopens):
+        writer.upsert([f"memory-{n}"], ["memory probe"], [{"type": "bench"}], vector)
+        reader.search("memory probe", 10)
+    return {"before_mb": before, "after_mb": resident_mb(), "reopens": float(reopens)}
+
+
 def follow_cost(args: argparse.Namespace) -> None:
     """Measure the follow check and the reopen; write ``results/follow_cost.{json,md}``."""
     embeddings = default_embeddings()
     results: dict[str, dict[str, dict[str, float]]] = {}
+    memory: dict[str, dict[str, float]] = {}
     for size in args.sizes:
         source = synthetic_store(size, embeddings).folder
         assert source is not None
@@ -604,6 +623,7 @@ def follow_cost(args: argparse.Namespace) -> None:
                     for name, value in follow_round(reader, writer, query, n, pipe).items():
                         seconds.setdefault(name, []).append(value)
             results[str(size)] = {name: stats(values) for name, values in seconds.items()}
+            memory[str(size)] = reopen_memory(reader, writer, args.reopens)
         say(f"measured {size} chunks")
     lines = [
         "| chunks | step | p50 ms | p95 ms | p50 / plain query | p50 / pipeline |",
@@ -618,11 +638,17 @@ def follow_cost(args: argparse.Namespace) -> None:
                 f"{row['p50_ms'] / pipeline_ms:.3f}x"
             )
             lines.append(f"| {int(size):,} | {label.get(name, name)} | {cells} |")
+    for size, row in memory.items():
+        lines.append(
+            f"\n{int(size):,} chunks: resident memory {row['before_mb']:.0f} MB, then "
+            f"{row['after_mb']:.0f} MB after {int(row['reopens'])} more reopens (each after "
+            "another writer's write, with a search)."
+        )
     table = "\n".join(lines)
     print(table)
     save(
         "follow_cost",
-        {"rounds": args.rounds, "queries": len(QUERIES), "results": results},
+        {"rounds": args.rounds, "queries": len(QUERIES), "results": results, "memory": memory},
         table + "\n",
     )
 
@@ -654,6 +680,7 @@ def main() -> None:
     five = commands.add_parser("follow", help="the check for other writers, and the reopen")
     five.add_argument("--sizes", type=int, nargs="+", default=[10_000])
     five.add_argument("--rounds", type=int, default=5)
+    five.add_argument("--reopens", type=int, default=30, help="Reopens for the memory check.")
     five.set_defaults(run=follow_cost)
     args = parser.parse_args()
     args.run(args)
