@@ -160,3 +160,42 @@ def test_the_follower_tells_a_touch_from_a_write(tmp_path: Path) -> None:
     follower.settle()
     store.set_gate_threshold(0.4, "test")  # metadata only
     assert follower.changed()
+
+
+def test_as_vectorstore_reads_follow_another_writer(tmp_path: Path) -> None:
+    vectorstore = Store.open(tmp_path / "s", BagOfWordsEmbeddings(), create=True).as_vectorstore()
+    vectorstore.add_texts(["redis cache stampede"], ids=["a"])
+    assert vectorstore.similarity_search("redis cache stampede", k=1)[0].id == "a"
+    write(Store.open(tmp_path / "s", BagOfWordsEmbeddings()), "z", "zorblax flux capacitor")
+    assert vectorstore.similarity_search("zorblax flux capacitor", k=1)[0].id == "z"
+
+
+def test_a_wrapped_persistent_collection_follows_another_writer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import chromadb
+    from chromadb.config import Settings
+    from langchain_chroma import Chroma
+
+    from ragbrain.store.follow import fresh_client
+    from ragbrain.store.wrapped import wrap_chroma
+
+    monkeypatch.setenv("RAGBRAIN_CACHE", str(tmp_path / "cache"))
+    embeddings = BagOfWordsEmbeddings()
+    client = chromadb.PersistentClient(str(tmp_path / "db"), Settings(anonymized_telemetry=False))
+    mine = Chroma(
+        client=client,
+        collection_name="notes",
+        embedding_function=embeddings,
+        collection_metadata={"hnsw:space": "cosine"},
+    )
+    mine.add_texts(["redis cache stampede"], ids=["a"])
+    store, _ = wrap_chroma(mine, embeddings)
+    assert nearest(store, "redis cache stampede") == ["a"]
+    # Another process writes to the caller's folder with its own client.
+    other = fresh_client(tmp_path / "db").get_collection("notes")
+    text = "zorblax flux capacitor"
+    other.add(ids=["z"], documents=[text], embeddings=embeddings.embed_documents([text]))
+    other.delete(ids=["a"])
+    assert nearest(store, text)[0] == "z"
+    assert "a" not in nearest(store, "redis cache stampede")
