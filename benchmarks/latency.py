@@ -39,6 +39,18 @@ Four measurements, one subcommand each:
     python -m benchmarks.latency hybrid [--size 100000] [--rounds 5] [--keep-index]
     python -m benchmarks.latency graph [--runs 400]
     python -m benchmarks.latency cold [--rounds 5] [--baseline-rev main]
+    python -m benchmarks.latency follow [--sizes 10000] [--rounds 5] [--reopens 30]
+
+- ``follow``: what following other processes costs a long-lived store (``Store.follow``), as
+  ratios to a plain query on the same store: the check when nothing changed (a stat; timed
+  over 1,000 calls), the check after another client only opened the folder (a stat and one
+  read-only SQLite query), and the reopen after another writer's one-chunk write together
+  with the first search on the fresh client (which loads the HNSW segment from disk). The
+  plain query is a dense search for k=10 with the query vector cached, and the whole pipeline
+  (critic off, cached vector) beside it. The store is a copy of the synthetic store; the
+  other writer is a second ``Store`` on the same folder in the same process, which opens its
+  own Chroma client as another process would. Then resident memory before and after 30 more
+  reopens. Results: ``results/follow_cost.*``.
 """
 
 from __future__ import annotations
@@ -542,6 +554,105 @@ def cold_markdown(payload: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+# --- follow: the check for other processes' writes, and the reopen -------------------------
+
+
+def follow_round(reader: Store, writer: Store, query: str, n: int, pipe: Any) -> dict[str, float]:
+    """One round's seconds: a plain query, the pipeline, the idle check, the check after a
+    touch, and reopen + first search after another writer's write."""
+    from ragbrain.store.follow import fresh_client
+
+    assert reader.folder is not None
+    row = {
+        "search": timed(lambda: reader.search(query, 10)),
+        "pipeline": timed(lambda: pipe(query)),
+    }
+    row["check, nothing changed"] = timed(lambda: [reader.follow() for _ in range(1000)]) / 1000
+    fresh_client(reader.folder).get_collection("ragbrain").count()  # another client opens
+    row["check after another client opened"] = timed(reader.follow)
+    text = f"probe {n}"
+    writer.upsert(
+        [f"probe-{n}"], [text], [{"type": "bench"}], reader.embeddings.embed_documents([text])
+    )
+    row["reopen after another's write"] = timed(reader.follow)
+    row["reopen + first search"] = row["reopen after another's write"] + timed(
+        lambda: reader.search(query, 10)
+    )
+    return row
+
+
+def resident_mb() -> float:
+    """This process's resident memory (Linux ``/proc``), in MB."""
+    status = Path("/proc/self/status").read_text(encoding="utf-8")
+    return int(status.split("VmRSS:")[1].split()[0]) / 1024
+
+
+def reopen_memory(reader: Store, writer: Store, reopens: int) -> dict[str, float]:
+    """Resident memory before and after ``reopens`` more reopens: a process that follows
+    another writer for long must not keep every old segment."""
+    before = resident_mb()
+    vector = reader.embeddings.embed_documents(["memory probe"])
+    for n in range(reopens):
+        writer.upsert([f"memory-{n}"], ["memory probe"], [{"type": "bench"}], vector)
+        reader.search("memory probe", 10)
+    return {"before_mb": before, "after_mb": resident_mb(), "reopens": float(reopens)}
+
+
+def follow_cost(args: argparse.Namespace) -> None:
+    """Measure the follow check and the reopen; write ``results/follow_cost.{json,md}``."""
+    embeddings = default_embeddings()
+    results: dict[str, dict[str, dict[str, float]]] = {}
+    memory: dict[str, dict[str, float]] = {}
+    for size in args.sizes:
+        source = synthetic_store(size, embeddings).folder
+        assert source is not None
+        with tempfile.TemporaryDirectory() as scratch:
+            copy = Path(scratch) / "store"
+            shutil.copytree(source, copy)
+            reader, writer = Store.open(copy, embeddings), Store.open(copy, embeddings)
+            graph = build_graph(reader, None, critic_off_reason="off in this benchmark")
+            pipe = CorrectiveRetriever(graph=graph, context=RetrievalContext(k=10)).invoke
+            for query in QUERIES:  # warm-up: the model, the index, every query's vector
+                reader.search(query, 10)
+                pipe(query)
+            seconds: dict[str, list[float]] = {}
+            n = 0
+            for _ in range(args.rounds):
+                for query in QUERIES:
+                    n += 1
+                    for name, value in follow_round(reader, writer, query, n, pipe).items():
+                        seconds.setdefault(name, []).append(value)
+            results[str(size)] = {name: stats(values) for name, values in seconds.items()}
+            memory[str(size)] = reopen_memory(reader, writer, args.reopens)
+        say(f"measured {size} chunks")
+    lines = [
+        "| chunks | step | p50 ms | p95 ms | p50 / plain query | p50 / pipeline |",
+        "|---|---|---|---|---|---|",
+    ]
+    for size, rows in results.items():
+        base, pipeline_ms = rows["search"]["p50_ms"], rows["pipeline"]["p50_ms"]
+        for name, row in rows.items():
+            label = {"search": "plain query (dense, k=10)", "pipeline": "pipeline, critic off"}
+            cells = (
+                f"{row['p50_ms']:.3f} | {row['p95_ms']:.3f} | {row['p50_ms'] / base:.3f}x | "
+                f"{row['p50_ms'] / pipeline_ms:.3f}x"
+            )
+            lines.append(f"| {int(size):,} | {label.get(name, name)} | {cells} |")
+    for size, row in memory.items():
+        lines.append(
+            f"\n{int(size):,} chunks: resident memory {row['before_mb']:.0f} MB, then "
+            f"{row['after_mb']:.0f} MB after {int(row['reopens'])} more reopens (each after "
+            "another writer's write, with a search)."
+        )
+    table = "\n".join(lines)
+    print(table)
+    save(
+        "follow_cost",
+        {"rounds": args.rounds, "queries": len(QUERIES), "results": results, "memory": memory},
+        table + "\n",
+    )
+
+
 def main() -> None:
     """Parse the subcommand and run its measurement."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -566,6 +677,11 @@ def main() -> None:
         "--baseline-rev", default="main", help="The git revision whose src/ is compared."
     )
     four.set_defaults(run=cold)
+    five = commands.add_parser("follow", help="the check for other writers, and the reopen")
+    five.add_argument("--sizes", type=int, nargs="+", default=[10_000])
+    five.add_argument("--rounds", type=int, default=5)
+    five.add_argument("--reopens", type=int, default=30, help="Reopens for the memory check.")
+    five.set_defaults(run=follow_cost)
     args = parser.parse_args()
     args.run(args)
 

@@ -24,6 +24,11 @@ class StoreMismatchError(InvalidInputError):
     """The store exists but does not fit: another distance space or embedding dimension."""
 
 
+class ServerAccessError(InvalidInputError):
+    """A Chroma server refused the request: a missing or wrong token, or a token file that
+    cannot be read (the CLI exits 2)."""
+
+
 class StoreUnavailableError(RagbrainError, RuntimeError):
     """The vector store could not be reached or did not answer in time."""
 

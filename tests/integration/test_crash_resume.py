@@ -17,6 +17,7 @@ import pytest
 from ragbrain.errors import StoreLockedError
 from ragbrain.ingest import ingest
 from ragbrain.store import Store
+from ragbrain.store.keys import LOCK_FILE
 from tests.support.fakes import BagOfWordsEmbeddings
 
 pytestmark = [pytest.mark.slow, pytest.mark.faults]
@@ -129,7 +130,10 @@ def by_source(chunks: dict[str, list[str]]) -> dict[str, set[str]]:
     return grouped
 
 
-def test_sigkill_at_random_points_loses_and_duplicates_nothing(tmp_path: Path) -> None:
+def test_sigkill_at_random_points_loses_and_duplicates_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAGBRAIN_LOCK_WAIT", "0.05")  # this process's writers wait so long
     rng = random.Random(20240606)
     notes, store = tmp_path / "notes", tmp_path / "store"
     write_notes(notes, rng, [f"{kind}/{i}.md" for kind in ("bug", "lesson") for i in range(10)])
@@ -146,8 +150,10 @@ def test_sigkill_at_random_points_loses_and_duplicates_nothing(tmp_path: Path) -
         # Kill the writer somewhere between its first read and a little after its last write.
         delay = rng.uniform(0.0, duration * 1.2)
         assert worker.send("ingest") == "start"
-        if trial == 0:  # meanwhile a second writer is refused at once, not made to wait
+        if trial == 0:  # meanwhile a second writer waits its bounded time, then is refused
             started = time.monotonic()
+            while not (store / LOCK_FILE).read_text() and time.monotonic() - started < 5.0:
+                time.sleep(0.005)  # the worker holds the lock once it names itself there
             with pytest.raises(StoreLockedError, match="locked by another writer"):
                 ingest(notes, Store.open(store, BagOfWordsEmbeddings()))
             assert time.monotonic() - started < 5.0

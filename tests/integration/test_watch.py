@@ -227,7 +227,10 @@ def test_a_file_changing_while_read_is_read_again(
     assert update.retry == [path] and contents(fake_store) == before
 
 
-def test_the_store_lock_is_respected_both_ways(notes_dir: Path, fake_store: Store) -> None:
+def test_the_store_lock_is_respected_both_ways(
+    notes_dir: Path, fake_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAGBRAIN_LOCK_WAIT", "0.2")
     lines: list[str] = []
     watcher = Watcher([notes_dir], fake_store, debounce=0.0, status=lines.append)
     other = Store.open(fake_store.folder, BagOfWordsEmbeddings())

@@ -159,8 +159,11 @@ def test_updates_replace_in_place(store: Store) -> None:
     assert store.count() == len(NOTES) and lexical_in_step(store)
 
 
-def test_a_second_writer_is_refused_at_once(store: Store) -> None:
-    vectorstore = store.as_vectorstore()
+def test_a_second_writer_waits_then_is_refused(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAGBRAIN_LOCK_WAIT", "0.2")
+    vectorstore = Store.open(store.folder, BagOfWordsEmbeddings()).as_vectorstore()
     with store.writing(), pytest.raises(StoreLockedError, match="locked by another writer"):
         vectorstore.add_texts(["while another writes"])
     assert store.count() == 0

@@ -148,9 +148,11 @@ def test_re_embedding_from_the_wrong_place_is_refused(
 
 
 def test_another_writer_holds_the_store(
-    fake_models: dict[str, Named], notes_dir: Path, tmp_path: Path
+    fake_models: dict[str, Named], notes_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from ragbrain.errors import StoreLockedError
+
+    monkeypatch.setenv("RAGBRAIN_LOCK_WAIT", "0.2")
 
     folder = tmp_path / "s"
     store = Store.open(folder, fake_models[DEFAULT_EMBEDDING_MODEL], create=True)

@@ -68,3 +68,66 @@ def fail(exc: Exception) -> typer.Exit:
     """Print ``exc`` as one line on stderr; exit 2 for bad input, 1 otherwise."""
     err.print(Text("error:", style="red"), str(exc), highlight=False)
     return typer.Exit(2 if isinstance(exc, InvalidInputError | FileNotFoundError) else 1)
+
+
+@app.callback()
+def server_access(
+    server_token_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--server-token-file",
+            envvar="RAGBRAIN_SERVER_TOKEN_FILE",
+            help="With --server: a file holding the token a secured Chroma server (or a proxy "
+            "in front of it) wants (or the token itself in "
+            "RAGBRAIN_SERVER_TOKEN).",
+            show_default=False,
+        ),
+    ] = None,
+    server_auth: Annotated[
+        str,
+        typer.Option(
+            "--server-auth",
+            envvar="RAGBRAIN_SERVER_AUTH",
+            help="How the token is sent: 'token' (X-Chroma-Token, Chroma's own) or 'bearer' "
+            "(Authorization: Bearer, for a proxy).",
+        ),
+    ] = "token",
+    tenant: Annotated[
+        str | None,
+        typer.Option(
+            "--tenant",
+            envvar="RAGBRAIN_TENANT",
+            help="With --server: the Chroma tenant [default: Chroma's].",
+            show_default=False,
+        ),
+    ] = None,
+    database: Annotated[
+        str | None,
+        typer.Option(
+            "--database",
+            envvar="RAGBRAIN_DATABASE",
+            help="With --server: the Chroma database [default: Chroma's].",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """ragbrain: a corrective retriever for your notes.
+
+    Options before the command reach a Chroma server with auth: ragbrain --server-token-file
+    FILE query TEXT --server http://HOST:PORT.
+    """
+    from ragbrain.paths import (
+        DATABASE_ENV,
+        SERVER_AUTH_ENV,
+        SERVER_TOKEN_FILE_ENV,
+        TENANT_ENV,
+    )
+
+    for name, value in (
+        (SERVER_TOKEN_FILE_ENV, None if server_token_file is None else str(server_token_file)),
+        (SERVER_AUTH_ENV, server_auth),
+        (TENANT_ENV, tenant),
+        (DATABASE_ENV, database),
+    ):
+        if value is not None:
+            os.environ[name] = value  # read where the client is made (ServerAccess.from_env)

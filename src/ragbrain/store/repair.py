@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
+import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ragbrain.errors import StoreLockedError
+from ragbrain.errors import InvalidInputError, StoreLockedError
+from ragbrain.paths import LOCK_WAIT_ENV
 from ragbrain.store.keys import BATCH, LOCK_FILE
 
 if TYPE_CHECKING:
@@ -21,41 +25,80 @@ if TYPE_CHECKING:
 Caller = Callable[[str, Callable[[], Any]], Any]
 
 
+#: Seconds a writer waits for another to let go of the lock before giving up (ingest of a
+#: large folder holds it for minutes: a tool call should not fail at once, nor hang forever).
+LOCK_WAIT = 30.0
+#: How often a waiting writer tries the lock again.
+_LOCK_POLL = 0.05
+
+
+def holder_line() -> str:
+    """What the lock file says of the process holding it: pid, host and command."""
+    command = " ".join([Path(sys.argv[0]).name, *sys.argv[1:]])[:200] if sys.argv else ""
+    return f"pid {os.getpid()} on {socket.gethostname()}: {command}".replace("\n", " ")
+
+
+def lock_wait() -> float:
+    """Seconds a writer waits for the lock: ``$RAGBRAIN_LOCK_WAIT``, else ``LOCK_WAIT``.
+
+    Raises:
+        InvalidInputError: The variable is not a number of seconds >= 0.
+    """
+    raw = os.environ.get(LOCK_WAIT_ENV)
+    if not raw:
+        return LOCK_WAIT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise InvalidInputError(f"${LOCK_WAIT_ENV} must be seconds >= 0, got {raw!r}.")
+    return value
+
+
 @contextlib.contextmanager
-def writer_lock(folder: Path | None) -> Iterator[bool]:
+def writer_lock(folder: Path | None, wait: float | None = None) -> Iterator[bool]:
     """Hold the writer lock of the store in ``folder`` (None: a server, which orders writes
     itself); yield whether the last writer was interrupted.
 
-    The lock file names its holder's pid while it writes and is emptied when it lets go (even
-    on an error), so a pid still there when the lock is free is a writer that was killed
-    while writing (or a store last written before ragbrain emptied the file): then
-    the store's vector index deserves the thorough check (``restore_missing_vectors``).
+    Another writer holding it is waited for, ``wait`` seconds at most (None:
+    ``lock_wait()``). The lock file names
+    its holder (pid, host, command) while it writes and is emptied when it lets go (even
+    on an error), so a holder still named when the lock is free is a writer that was killed
+    while writing (or a store last written before ragbrain emptied the file): then the
+    store's vector index deserves the thorough check (``restore_missing_vectors``).
 
     Raises:
-        StoreLockedError: Another process is writing to the same store folder.
+        StoreLockedError: Another process held the lock for all of ``wait`` seconds.
     """
     if folder is None:
         yield False
         return
     import fcntl
 
+    wait = lock_wait() if wait is None else max(0.0, wait)
     path = folder / LOCK_FILE
     with path.open("a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "unknown"
-            raise StoreLockedError(
-                f"The store {folder} is locked by another writer (pid {holder}); "
-                "wait for that `ragbrain ingest` to finish and run this one again."
-            ) from None
+        end = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= end:
+                    handle.seek(0)
+                    holder = handle.read().strip() or "a process that has not said who it is"
+                    raise StoreLockedError(
+                        f"The store {folder} is locked by another writer ({holder}); waited "
+                        f"{wait:g} s. Wait for it to finish and try again."
+                    ) from None
+                time.sleep(_LOCK_POLL)
         try:
             handle.seek(0)
             interrupted = bool(handle.read().strip())
             handle.seek(0)
             handle.truncate()
-            handle.write(str(os.getpid()))
+            handle.write(holder_line())
             handle.flush()
             yield interrupted
         finally:

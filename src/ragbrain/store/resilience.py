@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ragbrain.errors import (
     InvalidInputError,
     RagbrainError,
+    ServerAccessError,
     StoreMismatchError,
     StoreNotFoundError,
     StoreUnavailableError,
@@ -117,14 +118,17 @@ def is_transient(exc: BaseException) -> bool:
 
 def _permanent(exc: Exception, what: str) -> Exception:
     """A ragbrain error for a permanent Chroma failure, or ``exc`` itself when unknown."""
-    from chromadb.errors import ChromaAuthError, ChromaError, NotFoundError
+    from chromadb.errors import AuthorizationError, ChromaAuthError, ChromaError, NotFoundError
 
     if isinstance(exc, RagbrainError) or not isinstance(exc, ChromaError):
         return exc
     if isinstance(exc, NotFoundError):
         return StoreNotFoundError(f"{what}: {exc.message()}")
-    if isinstance(exc, ChromaAuthError):
-        return StoreUnavailableError(f"{what}: the server refused access ({exc.message()}).")
+    if isinstance(exc, ChromaAuthError | AuthorizationError):
+        return ServerAccessError(
+            f"{what}: the server refused access ({exc.message()}); check the token "
+            "(--server-token-file, $RAGBRAIN_SERVER_TOKEN_FILE)."
+        )
     if "dimension" in exc.message().lower():
         return StoreMismatchError(f"{what}: {exc.message()}")
     if exc.code() == 400:

@@ -9,23 +9,31 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import math
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import lru_cache, partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 
 from ragbrain.checks import check_embeddings, check_location
-from ragbrain.errors import InvalidInputError
-from ragbrain.models.embeddings import model_name_of
+from ragbrain.errors import InvalidInputError, StoreMismatchError, StoreNotFoundError
+from ragbrain.models.embeddings import EMBEDDING_CHOICES, embeddings_for, model_name_of
 from ragbrain.paths import cache_root
 from ragbrain.query.typematch import stored_spellings
 from ragbrain.store.collection import open_collection
-from ragbrain.store.connect import connect
+from ragbrain.store.connect import ServerAccess, connect
+from ragbrain.store.follow import (
+    Follower,
+    StoreGoneError,
+    fresh_client,
+    release_memory,
+    retire,
+)
 from ragbrain.store.hits import Hit
 from ragbrain.store.keys import (
     BATCH,
@@ -37,7 +45,7 @@ from ragbrain.store.keys import (
     OFFTOPIC_KEY,
     PAGE,
 )
-from ragbrain.store.ledger import Ledger, LedgerView, bump, current_metadata
+from ragbrain.store.ledger import GENERATION_KEY, Ledger, LedgerView, bump, current_metadata
 from ragbrain.store.ledger import update as update_ledger
 from ragbrain.store.repair import restore_missing_vectors, writer_lock
 from ragbrain.store.resilience import StorePolicy, call
@@ -53,13 +61,33 @@ if TYPE_CHECKING:
     from ragbrain.query.filters import Filters
     from ragbrain.vectorstores.chroma import RagbrainChroma
 
+log = logging.getLogger(__name__)
+
 T = TypeVar("T")
 #: How long a server store's list of types is reused when no index of the store has it.
 TYPES_SECONDS = 5.0
 
 
+class _Live:
+    """The store's current collection, for the parts that keep a handle on it: every use
+    goes through ``Store.collection``, so it follows other processes' writes."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store.collection, name)
+
+
 class Store:
-    """A cosine Chroma collection and the embeddings that fill it."""
+    """A cosine Chroma collection and the embeddings that fill it.
+
+    A store on a folder follows other processes: before each read and write it checks
+    (``follow``: a stat of Chroma's SQLite file, and a small read of it when that moved)
+    whether another process wrote since it last looked, and if so reopens its Chroma client
+    with fresh segments. It writes only inside ``writing``: holding the writer lock, after
+    following what others wrote.
+    """
 
     def __init__(
         self,
@@ -70,9 +98,24 @@ class Store:
         policy: StorePolicy | None = None,
         folder: Path | None = None,
         client: ClientAPI | None = None,
+        follows_model: bool = False,
     ) -> None:
-        self.collection = collection
+        """Args:
+        follows_model: ``embeddings`` is the model the store recorded when it was opened
+            (none was chosen): if another process re-embeds the store with another model,
+            this store switches to it; otherwise it refuses to search until reopened.
+        """
+        self._collection = collection
         self.embeddings = embeddings
+        self._follows_model = follows_model
+        # The model the store recorded when opened: only a change of it is a re-embed.
+        self._recorded_model = (collection.metadata or {}).get(MODEL_KEY)
+        self._mismatch: str | None = None
+        self._writers = threading.RLock()  # one writing thread at a time in this process
+        self._write_depth = 0
+        self._follow_lock = threading.Lock()
+        # Whether ``client`` is the store's own (``Store.open``, a reopen), not a caller's.
+        self._owns_client = False
         self.client = client  # the Chroma client behind ``collection`` (``as_vectorstore``)
         self.location = location
         self.policy = policy or StorePolicy()
@@ -80,12 +123,130 @@ class Store:
         self._lock = threading.Lock()
         self._writer_interrupted = False  # see ``writing``
         self._embed_query = lru_cache(maxsize=256)(self._embed_query_uncached)
+        live = cast("Collection", _Live(self))
         self._type_index = TypeIndex(
-            collection, cache_folder=self.sidecar("type-vectors"), version=self.version
+            live, cache_folder=self.sidecar("type-vectors"), version=self.version
         )
         self._types_seen: tuple[object, float, list[str]] | None = None
-        self._scope_vectors = ScopeVectors(collection)
-        self._ledger = LedgerView(collection, self.call, self.version)
+        self._scope_vectors = ScopeVectors(live)
+        self._ledger = LedgerView(live, self.call, self.version)
+        sqlite = self.sqlite_file()
+        self._follower = None if sqlite is None else Follower(sqlite, self._generation)
+        if self._follower is not None:
+            self._follower.settle()
+
+    # --- following other processes (issue: many processes, one store) ---
+    @property
+    def collection(self) -> Collection:
+        """The Chroma collection, reopened first if another process wrote (``follow``)."""
+        self.follow()
+        return self._collection
+
+    @collection.setter
+    def collection(self, collection: Collection) -> None:
+        self._collection = collection
+
+    def sqlite_file(self) -> Path | None:
+        """The SQLite file every write to the store changes; None for a server store."""
+        return None if self.folder is None else self.folder / "chroma.sqlite3"
+
+    def _generation(self) -> object:
+        return current_metadata(self._collection).get(GENERATION_KEY)
+
+    def follow(self) -> None:
+        """Reopen the Chroma client with fresh segments if another process wrote since this
+        store last looked (a stat when nothing changed; see ``ragbrain.store.follow``). Not
+        while this process writes: its own client sees its own writes.
+
+        Raises:
+            StoreNotFoundError: The store's folder is gone (deleted, moved, being replaced);
+                it is used again once it is back.
+        """
+        if self._follower is None or self._write_depth:
+            return
+        if not self._changed():
+            return
+        with self._follow_lock:
+            if not self._write_depth and self._changed():
+                self._reopen()
+
+    def _changed(self) -> bool:
+        assert self._follower is not None
+        try:
+            return self._follower.changed()
+        except StoreGoneError:
+            raise StoreNotFoundError(
+                f"The store {self.location} is gone: {self._follower.sqlite} is missing (the "
+                "folder was deleted, moved or is being replaced). It is used again as soon "
+                "as it is back."
+            ) from None
+
+    def _reopen(self) -> None:
+        """A fresh client and collection, the model checked, the caches that may be stale
+        dropped (the lexical index follows the store's generation by itself)."""
+        assert self._follower is not None
+        started = time.perf_counter()
+        self._follower.settle()  # before opening: a write after this is seen next time
+        release_memory()  # what the clients dropped since the last reopen held
+        collection, client = self.call("Reopening the store", self._fresh_collection)
+        self._check_model(collection)
+        old, self._collection, self.client = self.client, collection, client
+        if self._owns_client:
+            retire(old)
+        self._owns_client = True
+        self._types_seen = None
+        self._ledger.forget()
+        log.info(
+            "Another process wrote to %s: reopened it (%.0f ms).",
+            self.location,
+            (time.perf_counter() - started) * 1e3,
+        )
+
+    def _fresh_collection(self) -> tuple[Collection, ClientAPI]:
+        """A client that reads the folder afresh, and the collection through it."""
+        assert self.folder is not None
+        client = fresh_client(self.folder)
+        return client.get_collection(COLLECTION, embedding_function=None), client
+
+    def _check_model(self, collection: Collection) -> None:
+        """After another process's write: if it re-embedded the store with another model,
+        switch to that model (``follows_model``), else refuse to search from now on."""
+        recorded = (collection.metadata or {}).get(MODEL_KEY)
+        current = model_name_of(self.embeddings)
+        if recorded == self._recorded_model:
+            return  # as when opened (a caller's model of the same dimension is its choice)
+        self._recorded_model = recorded
+        self._mismatch = None
+        if recorded in (None, current):
+            return
+        if self._follows_model and recorded in EMBEDDING_CHOICES.values():
+            log.warning(
+                "%s was re-embedded with %s by another process: queries now use it.",
+                self.location,
+                recorded,
+            )
+            self.embeddings = embeddings_for(str(recorded))
+            self.forget_queries()
+            return
+        self._mismatch = (
+            f"The store {self.location} was re-embedded with {recorded!r} by another process, "
+            f"but this process embeds with {current!r}: its queries would mean nothing "
+            "against the new vectors, so it does not search. Open the store again without "
+            f"choosing a model (it then uses the store's), or with {recorded!r}."
+        )
+
+    def _query_vector(self, query: str) -> tuple[float, ...]:
+        """``embed_query``, refused when another process re-embedded the store with a model
+        this store cannot switch to."""
+        self._refuse_a_stale_model()
+        return self._embed_query(query)
+
+    def _refuse_a_stale_model(self) -> None:
+        """Raise ``StoreMismatchError`` if another process re-embedded the store with a model
+        this store cannot switch to (``_check_model``), after following it."""
+        self.follow()
+        if self._mismatch is not None:
+            raise StoreMismatchError(self._mismatch)
 
     @property
     def embedding_model(self) -> str | None:
@@ -124,6 +285,7 @@ class Store:
         convert_space: bool = False,
         server: str | None = None,
         policy: StorePolicy | None = None,
+        access: ServerAccess | None = None,
     ) -> Store:
         """Open (or with ``create``, create) the store in ``path`` or on a Chroma ``server``.
 
@@ -137,6 +299,8 @@ class Store:
             server: ``http://HOST:PORT`` of a Chroma server (``chroma run``) to use instead
                 of a folder.
             policy: Deadline and retries of every store call; None is ``StorePolicy()``.
+            access: With ``server``: its token, tenant and database (``ServerAccess``); None
+                reads them from the environment (``$RAGBRAIN_SERVER_TOKEN_FILE`` ...).
 
         Raises:
             StoreNotFoundError: No store there and ``create`` is false.
@@ -148,8 +312,9 @@ class Store:
         check_location(path, "Store.open")
         check_embeddings(embeddings, "Store.open")
         policy = policy or StorePolicy()
-        client, where, folder = connect(path, server, policy, create=create)
+        client, where, folder = connect(path, server, policy, create=create, access=access)
         hint = f"--server {server}" if server else f"--store {where}"
+        follows_model = embeddings is None
         collection, embeddings = open_collection(
             client,
             where,
@@ -159,9 +324,17 @@ class Store:
             convert_space=convert_space,
             policy=policy,
         )
-        return cls(
-            collection, embeddings, location=where, policy=policy, folder=folder, client=client
+        store = cls(
+            collection,
+            embeddings,
+            location=where,
+            policy=policy,
+            folder=folder,
+            client=client,
+            follows_model=follows_model,
         )
+        store._owns_client = folder is not None
+        return store
 
     def as_vectorstore(self) -> RagbrainChroma:
         """This store as a langchain-chroma ``Chroma`` (the same client and collection,
@@ -186,16 +359,38 @@ class Store:
     def writing(self) -> Iterator[None]:
         """Hold the store's writer lock (embedded stores only; a server orders writes itself).
 
+        Another writer is waited for (``repair.lock_wait``); once the lock is held, what
+        other processes wrote is followed (``follow``) before anything is written, so this
+        process never writes over a newer store with an older view of it. Re-entrant: every
+        write method of the store takes it, inside a caller's ``writing`` too.
+
         Finding that the last writer was killed while writing makes this store's next
         ``restore_missing_vectors`` calls thorough, until one finds the index whole.
 
         Raises:
-            StoreLockedError: Another process is writing to the same store folder.
+            StoreLockedError: Another process held the lock for the whole wait.
+            StoreMismatchError: Another process re-embedded the store with a model this
+                store cannot switch to.
         """
-        with writer_lock(self.folder) as interrupted:
-            if interrupted:
-                self._writer_interrupted = True
-            yield
+        with self._writers:
+            if self._write_depth:
+                self._write_depth += 1
+                try:
+                    yield
+                finally:
+                    self._write_depth -= 1
+                return
+            with writer_lock(self.folder) as interrupted:
+                if interrupted:
+                    self._writer_interrupted = True
+                self._refuse_a_stale_model()
+                self._write_depth = 1
+                try:
+                    yield
+                finally:
+                    self._write_depth = 0
+                    if self._follower is not None:
+                        self._follower.settle()  # this process's own writes: nothing to follow
 
     def restore_missing_vectors(self, thorough: bool | None = None) -> list[str]:
         """Write back the chunks Chroma's vector index lost in a crash (``repair``): those it
@@ -226,14 +421,15 @@ class Store:
         """Write ``changes`` (``store.ledger`` keys; None removes one) into the store's record
         with a new generation (or ``generation``), which tells every reader that the store
         changed; returns the generation."""
-        written = bump(self.collection, self.call, changes or {}, generation=generation)
+        with self.writing():
+            written = bump(self.collection, self.call, changes or {}, generation=generation)
         self._ledger.forget()
         return written
 
     def embed_query(self, query: str) -> tuple[float, ...]:
         """The query's vector as searches use it: from a small per-store cache, checked to be
         finite and not zero."""
-        return self._embed_query(query)
+        return self._query_vector(query)
 
     def forget_queries(self) -> None:
         """Empty the query-vector cache, so the next searches embed each query afresh."""
@@ -256,7 +452,10 @@ class Store:
             raise InvalidInputError(
                 f"A gate threshold is a cosine distance in [0, 2], got {threshold}."
             )
-        update_ledger(self.collection, self.call, {GATE_KEY: threshold, GATE_SOURCE_KEY: source})
+        with self.writing():
+            update_ledger(
+                self.collection, self.call, {GATE_KEY: threshold, GATE_SOURCE_KEY: source}
+            )
 
     def offtopic_record(self) -> str | None:
         """The off-topic cut ingest learnt for this store (JSON), if any, as stored now."""
@@ -266,7 +465,8 @@ class Store:
     def set_offtopic_record(self, record: str) -> None:
         """Record the off-topic cut (``ragbrain.refusal.offtopic.OffTopicCut.to_json``),
         keeping the rest of the store's record as stored now."""
-        update_ledger(self.collection, self.call, {OFFTOPIC_KEY: record})
+        with self.writing():
+            update_ledger(self.collection, self.call, {OFFTOPIC_KEY: record})
 
     @staticmethod
     def read_gate_threshold(
@@ -318,7 +518,7 @@ class Store:
         Distances are cosine (0 = same direction); tiny negative ones from float error are
         clamped to 0. Results are sorted, best first.
         """
-        vector: list[Sequence[float]] = [self._embed_query(query)]
+        vector: list[Sequence[float]] = [self._query_vector(query)]
         if filters:
             return self._scoped(vector[0], k, types, filters)
         if not types:
@@ -452,7 +652,7 @@ class Store:
         self._check_vectors(ids, texts, metadatas, vectors)
         self._types_seen = None
         self._type_index.forget(ids)  # their type may change: look it up again when seen
-        with self._lock:
+        with self.writing(), self._lock:
             for start in range(0, len(ids), BATCH):
                 end = start + BATCH
                 # Upserting by id is idempotent, so a retried batch never duplicates.
@@ -466,8 +666,8 @@ class Store:
                         embeddings=list(vectors[start:end]),
                     ),
                 )
-        if ids:
-            self.record()  # every reader learns that the store changed
+            if ids:
+                self.record()  # every reader learns that the store changed
 
     def _check_vectors(
         self,
@@ -476,6 +676,7 @@ class Store:
         metadatas: Sequence[dict[str, Any]],
         vectors: Sequence[Sequence[float]],
     ) -> None:
+        self._refuse_a_stale_model()
         if not len(ids) == len(texts) == len(metadatas) == len(vectors):
             raise InvalidInputError(
                 f"upsert needs as many ids, texts, metadatas and vectors; got {len(ids)}, "
@@ -498,12 +699,12 @@ class Store:
     def delete(self, ids: Sequence[str]) -> None:
         """Remove chunks by id."""
         self._type_index.forget(ids)
-        with self._lock:
+        with self.writing(), self._lock:
             for start in range(0, len(ids), BATCH):
                 batch = list(ids[start : start + BATCH])
                 self.call("Deleting chunks", partial(self.collection.delete, ids=batch))
-        if ids:
-            self.record()
+            if ids:
+                self.record()
 
     def all_ids(self) -> list[str]:
         """Every chunk id in the store (what the lexical index's fingerprint is checked against)."""
@@ -544,7 +745,7 @@ class Store:
             )
         self._types_seen = None
         self._type_index.forget(ids)
-        with self._lock:
+        with self.writing(), self._lock:
             for start in range(0, len(ids), BATCH):
                 end = start + BATCH
                 self.call(
@@ -555,8 +756,8 @@ class Store:
                         metadatas=[dict(m) for m in metadatas[start:end]],
                     ),
                 )
-        if ids:
-            self.record()
+            if ids:
+                self.record()
 
     def hits_by_id(self, query: str, ids: Sequence[str]) -> list[Hit]:
         """The given chunks as hits, each with its true cosine distance to ``query``.
@@ -574,7 +775,7 @@ class Store:
         )
         if not found["ids"]:
             return []
-        query_vector = np.asarray(self._embed_query(query), dtype=np.float64)
+        query_vector = np.asarray(self._query_vector(query), dtype=np.float64)
         vectors = np.asarray(found["embeddings"], dtype=np.float64).reshape(len(found["ids"]), -1)
         norms = np.linalg.norm(vectors, axis=1) * np.linalg.norm(query_vector)
         cosines = (vectors @ query_vector) / np.where(norms > 0, norms, 1.0)

@@ -104,6 +104,11 @@ class CollectionView:
         self._lock = threading.Lock()
         self._overlay = self._read_overlay()
 
+    def rebind(self, collection: Collection) -> None:
+        """Read ``collection`` from now on: the same collection through a fresh client
+        (``WrappedStore`` follows other processes' writes so)."""
+        self._collection = collection
+
     # --- what the collection is
     @property
     def name(self) -> str:

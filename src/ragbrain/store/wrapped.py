@@ -205,6 +205,21 @@ class WrappedStore(Store):
         """``<sidecars>/<name><suffix>``: never inside the caller's Chroma folder."""
         return self._sidecars / f"{name}{suffix}"
 
+    def sqlite_file(self) -> Path | None:
+        """The caller's ``chroma.sqlite3`` (a persistent client: followed like a store's own
+        folder, see ``Store.follow``); else None."""
+        return self._sqlite
+
+    def _fresh_collection(self) -> tuple[Collection, ClientAPI]:
+        """A fresh client with the caller's settings, and the view over its collection."""
+        from ragbrain.store.follow import fresh_client
+
+        assert self._sqlite is not None and self.client is not None
+        settings = self.client.get_settings()
+        client = fresh_client(self._sqlite.parent, settings)
+        self.view.rebind(client.get_collection(self.view.name, embedding_function=None))
+        return cast("Collection", self.view), client
+
     def version(self) -> tuple[int, int] | None:
         """The stat of the caller's ``chroma.sqlite3`` (a persistent client); else None."""
         if self._sqlite is None:

@@ -59,6 +59,7 @@ class RagbrainChroma(Chroma):
                 "Store.open (no client, or a collection ragbrain wraps): use the vector store "
                 "it came from."
             )
+        self.store = store
         super().__init__(
             client=store.client,
             collection_name=store.collection.name,
@@ -67,7 +68,12 @@ class RagbrainChroma(Chroma):
         )
         # The store's own handle: a server store's requests are bounded by its deadline.
         self._chroma_collection = store.collection
-        self.store = store
+
+    @property
+    def _collection(self) -> Any:
+        """The store's collection as it is now: reopened first when another process wrote
+        (``Store.follow``), so LangChain's own reads never search a stale index."""
+        return self.store.collection
 
     def add_texts(
         self,
