@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         StoreMismatchError,
         StoreNotFoundError,
         StoreUnavailableError,
+        WrongModelError,
     )
     from ragbrain.factory import default_graph, open_graph
     from ragbrain.graph import build_graph
@@ -49,6 +50,7 @@ _WHERE = {
     "StorePolicy": "ragbrain.store.resilience",
     "StoreUnavailableError": "ragbrain.errors",
     "TransformerCritic": "ragbrain.critic",
+    "WrongModelError": "ragbrain.errors",
     "build_graph": "ragbrain.graph",
     "default_graph": "ragbrain.factory",
     "default_store_path": "ragbrain.paths",
@@ -74,6 +76,7 @@ __all__ = [
     "StorePolicy",
     "StoreUnavailableError",
     "TransformerCritic",
+    "WrongModelError",
     "build_graph",
     "default_graph",
     "default_store_path",

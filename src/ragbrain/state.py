@@ -45,9 +45,14 @@ class RetrievalOutput(TypedDict):
     candidates: int
     best_distance: float | None
     gate: float
+    # The gate's judgement of the first search (its best distance against the gate): it
+    # decides whether the fallback runs, not whether to answer (``answerable`` does).
+    first_search_quality: Verdict
+    # The same value under its older name, kept for existing callers.
     verdict: Verdict
     fallback: bool
     critic: str
+    # The decision: False when the run refuses (no documents), with the reason.
     answerable: bool
     abstain_reason: str | None
     # BM25's best hit over the most the query can score (hybrid search; None otherwise).
@@ -79,7 +84,8 @@ class RetrievalState(TypedDict):
     lexical_support: NotRequired[float | None]
     best_distance: float | None
     gate: float
-    verdict: Verdict
+    first_search_quality: Verdict
+    verdict: Verdict  # first_search_quality's older name
     fallback: bool
     critic: str
     documents: list[Document]

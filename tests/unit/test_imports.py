@@ -29,6 +29,7 @@ EXPECTED_ALL = [
     "StorePolicy",
     "StoreUnavailableError",
     "TransformerCritic",
+    "WrongModelError",
     "build_graph",
     "default_graph",
     "default_store_path",

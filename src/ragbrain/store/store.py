@@ -163,20 +163,31 @@ class Store:
             collection, embeddings, location=where, policy=policy, folder=folder, client=client
         )
 
-    def as_vectorstore(self) -> RagbrainChroma:
+    def as_vectorstore(
+        self, *, type_key: str = "type", source_key: str = "source", **unknown: Any
+    ) -> RagbrainChroma:
         """This store as a langchain-chroma ``Chroma`` (the same client and collection,
         embedding with this store's model), for any LangChain code to read and write: its
         writes go through the store, so the lexical index follows
         (``ragbrain.vectorstores.chroma``).
 
+        Args:
+            type_key: The metadata key of written documents that holds their note type
+                (an app's ``kind``): its value becomes ragbrain's ``type``, the key is kept.
+            source_key: The key that holds their source (an app's ``url``), likewise.
+
         Raises:
-            InvalidInputError: The store was made without its client (not by ``Store.open``).
+            InvalidInputError: An unknown keyword argument (naming the accepted ones), or the
+                store was made without its client (not by ``Store.open``).
+            WrongTypeError: A key that is not a non-empty string.
         """
         # An import of a layer above (no circle: that module reaches the store layer only
         # through the lexical index's modules): its writes bring the lexical index in step.
+        from ragbrain.arguments import check_names
         from ragbrain.vectorstores.chroma import RagbrainChroma
 
-        return RagbrainChroma(self)
+        check_names(unknown, ("type_key", "source_key"), "Store.as_vectorstore")
+        return RagbrainChroma(self, type_key=type_key, source_key=source_key)
 
     def call(self, what: str, fn: Callable[[], T]) -> T:
         """Run one Chroma operation under the store's deadline and retry policy."""
