@@ -142,7 +142,8 @@ def check_store_model(store: Store) -> float | None:
     if not got["ids"] or vectors is None:
         return None
     recorded = (store.collection.metadata or {}).get(MODEL_KEY)
-    texts: list[str | None] = list(got.get("documents") or [None] * len(got["ids"]))
+    documents = got.get("documents")
+    texts: list[str | None] = list(documents) if documents else [None for _ in got["ids"]]
     return check_model(
         store.embeddings,
         texts,
