@@ -11,6 +11,10 @@ time, Python's start included, is measured from outside, the sides taking turns,
 times each; the child reports its own open and first-query times.
 
     python -m benchmarks.cold_open --data ../shared/data/scifact --docs 580 --runs 3
+
+``--check-cost`` times the model check alone instead: the collection's inspection with and
+without it (``ragbrain.store.wrapped.inspect_collection``), in this process, for the app's
+``HuggingFaceEmbeddings`` and ragbrain's own all-MiniLM-L6-v2, median of ``--runs``.
 """
 
 from __future__ import annotations
@@ -139,6 +143,42 @@ def measure(data: Path, docs: int, runs: int) -> dict[str, Any]:
     }
 
 
+def check_cost(data: Path, docs: int, runs: int) -> dict[str, float]:
+    """The model check's cost at open, per model: inspection with it less without it (ms)."""
+    from langchain_chroma import Chroma
+
+    from ragbrain.models.embeddings import default_embeddings
+    from ragbrain.store.wrapped import inspect_collection
+
+    work = Path(tempfile.mkdtemp(prefix="ragbrain-check-cost-"))
+    costs: dict[str, float] = {}
+    try:
+        build(data, docs, work / "chroma")
+        for name, embeddings in (
+            ("HuggingFaceEmbeddings fp32", app_embeddings()),
+            ("ragbrain ONNX int8", default_embeddings()),
+        ):
+            collection = Chroma("app", embeddings, persist_directory=str(work / "chroma"))
+            times: dict[bool, list[float]] = {True: [], False: []}
+            for _ in range(runs):
+                for check in (False, True):
+                    started = time.perf_counter()
+                    inspect_collection(
+                        collection._collection,
+                        embeddings,
+                        type_key="type",
+                        source_key="source",
+                        check_model=check,
+                    )
+                    times[check].append(time.perf_counter() - started)
+            on, off = statistics.median(times[True]), statistics.median(times[False])
+            costs[name] = round((on - off) * 1000, 1)
+            say(f"{name}: inspection {on * 1000:.1f} ms with the check, {off * 1000:.1f} without")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return costs
+
+
 def markdown(result: dict[str, Any]) -> str:
     m = result["medians"]
     lines = [
@@ -166,11 +206,15 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=Path("../shared/data/scifact"))
     parser.add_argument("--docs", type=int, default=580)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--check-cost", action="store_true")
     parser.add_argument("--child", choices=("as_retriever", "ragbrain"))
     parser.add_argument("--folder", type=Path)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(args.child, args.folder)))
+        return
+    if args.check_cost:
+        print(json.dumps(check_cost(args.data, args.docs, args.runs)))
         return
     result = measure(args.data, args.docs, args.runs)
     save(NAME, result, markdown(result))
