@@ -57,3 +57,25 @@ def test_a_models_own_batch_is_used_with_its_prefix() -> None:
     assert embed_queries(model, QUESTIONS) == reference(Counting("query: zebra "), QUESTIONS)
     assert model.calls == [("queries", 50)]
     assert embed_queries(model, []) == []
+
+
+def test_the_gates_pseudo_searches_embed_their_questions_in_one_batch(fake_store: Any) -> None:
+    from ragbrain.gates import pseudo_searches
+    from ragbrain.store import Store
+
+    model = Counting()
+    store = Store.open(fake_store.location, model)
+    records = store.rows(store.all_ids())
+    model.calls.clear()
+    distances, flags = pseudo_searches(store, records, 5)
+    assert distances and len(distances) == len(flags)
+    assert model.calls == [("query", 1), ("documents", 1), ("documents", len(records) - 1)]
+    # The same best distances as searching each question by its text.
+    from ragbrain.gates import pseudo_query
+
+    by_text = [
+        store.search(q, 5)[0]["distance"]
+        for _, text, meta in records
+        if (q := pseudo_query(text or "", str((meta or {}).get("title") or "")))
+    ]
+    assert [d for d, other in zip(distances, flags, strict=True) if not other] == by_text

@@ -256,6 +256,17 @@ class Store:
             raise InvalidInputError(f"The embedding of {query[:40]!r} is zero or not finite.")
         return tuple(vector)
 
+    def search_vector(self, vector: Sequence[float], k: int) -> list[Hit]:
+        """``search`` by a query vector already embedded (many queries embedded in one batch:
+        ``ragbrain.models.batch.embed_queries``), without type or scope filters.
+
+        Raises:
+            InvalidInputError: A vector that is zero or not finite.
+        """
+        if not all(math.isfinite(x) for x in vector) or not any(vector):
+            raise InvalidInputError("A query vector is zero or not finite.")
+        return self._nearest([list(vector)], k, None)
+
     def gate_threshold(self) -> float | None:
         """The gate threshold calibrated for this store, if ``ragbrain calibrate`` wrote one."""
         value = (self.collection.metadata or {}).get(GATE_KEY)
