@@ -15,6 +15,8 @@ times each; the child reports its own open and first-query times.
 ``--check-cost`` times the model check alone instead: the collection's inspection with and
 without it (``ragbrain.store.wrapped.inspect_collection``), in this process, for the app's
 ``HuggingFaceEmbeddings`` and ragbrain's own all-MiniLM-L6-v2, median of ``--runs``.
+``--gate-cost`` times the gate's one-time calibration on the app's store under a model ragbrain
+has no shipped gate for (all-MiniLM-L6-v2's folder under another name): 300 pseudo-questions.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ def app_embeddings() -> Any:
     )
 
 
-def build(data: Path, docs: int, folder: Path) -> None:
+def build(data: Path, docs: int, folder: Path, embeddings: Any = None) -> None:
     """The app's Chroma of the first ``docs`` abstracts, persisted in ``folder``."""
     from langchain_chroma import Chroma
     from langchain_core.documents import Document
@@ -71,7 +73,10 @@ def build(data: Path, docs: int, folder: Path) -> None:
         for i, r in enumerate(rows)
     ]
     Chroma.from_documents(
-        documents, app_embeddings(), collection_name="app", persist_directory=str(folder)
+        documents,
+        embeddings or app_embeddings(),
+        collection_name="app",
+        persist_directory=str(folder),
     )
 
 
@@ -179,6 +184,35 @@ def check_cost(data: Path, docs: int, runs: int) -> dict[str, float]:
     return costs
 
 
+def gate_cost(data: Path, docs: int) -> dict[str, Any]:
+    """The wrapped store's gate calibrated once (``vectorstores.gate.self_calibrate``) under a
+    model with no shipped gate: seconds, and what it found."""
+    from langchain_chroma import Chroma
+    from langchain_huggingface import HuggingFaceEmbeddings
+
+    from ragbrain.models.embeddings import minilm_path, set_offline
+    from ragbrain.store.wrapped import wrap_chroma
+    from ragbrain.vectorstores.gate import self_calibrate
+    from ragbrain.vectorstores.wrap import CALIBRATION_CHUNKS
+
+    set_offline()
+    work = Path(tempfile.mkdtemp(prefix="ragbrain-gate-cost-"))
+    try:
+        (work / "app-minilm").symlink_to(minilm_path())
+        os.environ["RAGBRAIN_CACHE"] = str(work / "cache")
+        embeddings = HuggingFaceEmbeddings(
+            model_name=str(work / "app-minilm"), encode_kwargs={"normalize_embeddings": True}
+        )
+        build(data, docs, work / "chroma", embeddings)
+        store, _ = wrap_chroma(Chroma("app", embeddings, persist_directory=str(work / "chroma")))
+        started = time.perf_counter()
+        found = self_calibrate(store, CALIBRATION_CHUNKS)
+        seconds = time.perf_counter() - started
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return {"seconds": round(seconds, 2), "threshold": found.threshold if found else None}
+
+
 def markdown(result: dict[str, Any]) -> str:
     m = result["medians"]
     lines = [
@@ -207,11 +241,15 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=580)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--check-cost", action="store_true")
+    parser.add_argument("--gate-cost", action="store_true")
     parser.add_argument("--child", choices=("as_retriever", "ragbrain"))
     parser.add_argument("--folder", type=Path)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(args.child, args.folder)))
+        return
+    if args.gate_cost:
+        print(json.dumps(gate_cost(args.data, args.docs)))
         return
     if args.check_cost:
         print(json.dumps(check_cost(args.data, args.docs, args.runs)))
