@@ -5,6 +5,8 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# The versions tested here (torch's exact version: pyproject states a range, for apps).
+CONSTRAINTS := -c constraints.txt
 # pip's notes about local package folders that do not exist on this machine are noise.
 QUIET_PIP := { grep -v "is ignored: it is neither a file nor a directory" || true; }
 
@@ -13,13 +15,13 @@ QUIET_PIP := { grep -v "is ignored: it is neither a file nor a directory" || tru
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e . 2>&1 | $(QUIET_PIP)
+$(VENV)/.installed: pyproject.toml constraints.txt | $(BIN)/python
+	$(BIN)/pip install -q $(CONSTRAINTS) -e . 2>&1 | $(QUIET_PIP)
 	$(BIN)/python -c "import ragbrain"
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[test]' 2>&1 | $(QUIET_PIP)
+$(VENV)/.installed-test: pyproject.toml constraints.txt | $(BIN)/python
+	$(BIN)/pip install -q $(CONSTRAINTS) -e '.[test]' 2>&1 | $(QUIET_PIP)
 	$(BIN)/python -c "import ragbrain, pytest"
 	touch $(VENV)/.installed $@
 

@@ -29,6 +29,25 @@ class ServerAccessError(InvalidInputError):
     cannot be read (the CLI exits 2)."""
 
 
+class WrongModelError(StoreMismatchError):
+    """The model that would embed queries is not the one the store's vectors came from (same
+    dimension, another model): every distance would be meaningless. The message names both
+    models and how to open the store anyway."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        query_model: str,
+        stored_model: str | None = None,
+        agreement: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.query_model = query_model
+        self.stored_model = stored_model
+        self.agreement = agreement
+
+
 class StoreUnavailableError(RagbrainError, RuntimeError):
     """The vector store could not be reached or did not answer in time."""
 

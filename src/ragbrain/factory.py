@@ -83,12 +83,16 @@ def open_store_and_graph(
     convert_space: bool = False,
     server: str | None = None,
     policy: StorePolicy | None = None,
+    check_model: bool = True,
 ) -> tuple[Store, Graph]:
     """``open_graph``, also returning the opened store (for what the graph does not say,
-    such as the store's list of note types).
+    such as the store's list of note types). With ``embeddings`` given and ``check_model``,
+    a few stored chunks are embedded again and compared with their stored vectors
+    (``check_store_model``).
 
     Raises:
-        StoreNotFoundError, StoreMismatchError, StoreUnavailableError, CriticLoadError.
+        StoreNotFoundError, StoreMismatchError, WrongModelError, StoreUnavailableError,
+        CriticLoadError.
     """
     where = "open_graph"
     check_location(path, where)
@@ -102,12 +106,53 @@ def open_store_and_graph(
             f"{where}: server must be a URL, http://HOST:PORT; got {describe(server)}."
         )
     store = Store.open(path, embeddings, convert_space=convert_space, server=server, policy=policy)
+    if embeddings is not None and check_model:
+        check_store_model(store)
     chosen, off_reason = ready_for(*resolve_critic(critic, on_critic_error), store, on_critic_error)
     from ragbrain.lexical.sync import LexicalSearcher
 
     # The lexical index is checked against the store and brought in step if it lags.
     lexical = LexicalSearcher(store)
     return store, build_graph(store, chosen, critic_off_reason=off_reason, lexical=lexical)
+
+
+#: Stored chunks read for the model check, of which the shortest few are embedded again.
+MODEL_CHECK_READ = 20
+
+
+def check_store_model(store: Store) -> float | None:
+    """Refuse a query model that did not make the store's vectors: the shortest of
+    ``MODEL_CHECK_READ`` stored chunks embedded again (``ragbrain.models.agreement``).
+
+    Returns:
+        The median cosine found; None for a store without chunks to check.
+
+    Raises:
+        WrongModelError: Naming the query model and the one the store records.
+    """
+    from ragbrain.models.agreement import check_model
+    from ragbrain.models.embeddings import model_name_of
+    from ragbrain.store.keys import MODEL_KEY
+
+    got = store.call(
+        "Reading chunks for the model check",
+        lambda: store.collection.get(limit=MODEL_CHECK_READ, include=["documents", "embeddings"]),
+    )
+    vectors = got.get("embeddings")
+    if not got["ids"] or vectors is None:
+        return None
+    recorded = (store.collection.metadata or {}).get(MODEL_KEY)
+    documents = got.get("documents")
+    texts: list[str | None] = list(documents) if documents else [None for _ in got["ids"]]
+    return check_model(
+        store.embeddings,
+        texts,
+        [list(map(float, v)) for v in vectors],
+        model=model_name_of(store.embeddings),
+        stored_model=recorded if isinstance(recorded, str) else None,
+        where=f"The store at {store.location}",
+        override="check_model=False",
+    )
 
 
 def default_graph() -> Graph:

@@ -80,15 +80,22 @@ def pseudo_searches(
         store: The store searched.
         records: ``(id, text, metadata)`` of the chunks to ask about.
         k: Hits per search, enough for another source's best chunk to be among them.
+
+    The pseudo-queries are embedded in batches (``ragbrain.models.batch.embed_queries``).
     """
-    distances: list[float] = []
-    nothing_there: list[bool] = []
+    from ragbrain.models.batch import embed_queries
+
+    asked: list[tuple[str, Mapping[str, Any], str]] = []
     for id_, text, raw in records:
         meta = raw or {}
         query = pseudo_query(text or "", str(meta.get("title") or ""))
-        if not query:
-            continue
-        hits = store.search(query, k)
+        if query:
+            asked.append((id_, meta, query))
+    vectors = embed_queries(store.embeddings, [query for _, _, query in asked])
+    distances: list[float] = []
+    nothing_there: list[bool] = []
+    for (id_, meta, _), vector in zip(asked, vectors, strict=True):
+        hits = store.search_vector(vector, k)
         if not hits:
             continue
         source = str(meta.get("source", id_))

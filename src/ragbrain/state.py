@@ -37,7 +37,8 @@ class RetrievalOutput(TypedDict):
     candidates: int
     best_distance: float | None
     gate: float
-    verdict: Verdict
+    first_search_quality: Verdict
+    verdict: Verdict  # first_search_quality's older name
     fallback: bool
     critic: str
     # False when the run abstains (an empty answer), with the reason in abstain_reason.

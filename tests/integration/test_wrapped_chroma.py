@@ -120,3 +120,36 @@ class TestWrappedChromaStandard(RetrieversIntegrationTests):
     @property
     def retriever_query_example(self) -> str:
         return "What caused the Redis cache stampede after the deploy and how was it fixed?"
+
+
+def test_a_query_model_of_the_same_dimension_that_did_not_build_it_is_refused(
+    app_store: Chroma, e5: Embeddings, minilm: Embeddings
+) -> None:
+    """multilingual-e5-small makes 384-dimensional vectors as all-MiniLM-L6-v2 does: only
+    the model check tells them apart, naming both."""
+    from ragbrain import WrongModelError
+
+    with pytest.raises(WrongModelError) as info:
+        CorrectiveRetriever.from_vectorstore(app_store, embeddings=e5)
+    assert "'all-MiniLM-L6-v2'" in str(info.value)
+    assert "'multilingual-e5-small'" in str(info.value)
+    assert info.value.agreement is not None and info.value.agreement < 0.5
+    # ragbrain's own int8 MiniLM agrees with the app's fp32 one.
+    assert CorrectiveRetriever.from_vectorstore(app_store, embeddings=minilm)
+
+
+@pytest.mark.parametrize("model", ["minilm", "e5"])
+def test_batched_queries_are_the_queries_embedded_one_by_one(
+    model: str, request: pytest.FixtureRequest
+) -> None:
+    from ragbrain.models.batch import embed_queries
+    from ragbrain.refusal.offtopic import bank
+
+    embeddings: Embeddings = request.getfixturevalue(model)
+    questions = list(bank())[:40]
+    batched = np.asarray(embed_queries(embeddings, questions))
+    single = np.asarray([embeddings.embed_query(q) for q in questions])
+    cosines = (batched * single).sum(axis=1)
+    # On ONNX Runtime int8 the activations are quantized per batch: a question embedded in a
+    # batch moves by up to 0.006 of cosine (all-MiniLM-L6-v2), on torch fp32 by float noise.
+    assert cosines.min() > 0.99

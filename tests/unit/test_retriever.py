@@ -295,8 +295,6 @@ def test_graph_runs_nest_under_the_retriever_run(fake_store: Store) -> None:
 @pytest.mark.parametrize(
     ("query", "kwargs", "match"),
     [
-        ("", {}, "query is empty"),
-        ("   \n", {}, "query is empty"),
         (42, {}, "query must be a string, got int"),
         ("redis", {"k": 0}, r"k must be in 1..100, got 0"),
         ("redis", {"k": -1}, r"k must be in 1..100"),
@@ -304,16 +302,13 @@ def test_graph_runs_nest_under_the_retriever_run(fake_store: Store) -> None:
         ("redis", {"k": True}, "k must be an integer"),
         ("redis", {"k": "3"}, "k must be an integer"),
         ("redis", {"type_filter": 3}, "type_filter must be"),
-        ("redis", {"top_k": 3}, r"Unknown keyword argument\(s\) \['top_k'\]"),
-        ("redis " * 5000, {}, "query is 30,000 characters; the limit is 10,000"),
+        ("redis", {"top_k": 3}, r"unknown keyword argument 'top_k'.*Accepted: filters, k, "),
         ("redis \ud800 cache", {}, r"lone surrogate \(U\+D800\) at position 6"),
         ("redis", {"k": 10**6}, r"k must be in 1..100, got 1000000"),
         ("redis", {"k": 2.5}, "k must be an integer"),
         ("redis", {"type_filter": ["bug", ""]}, "type_filter must be"),
     ],
     ids=[
-        "empty",
-        "whitespace",
         "not-a-string",
         "k0",
         "k-negative",
@@ -322,7 +317,6 @@ def test_graph_runs_nest_under_the_retriever_run(fake_store: Store) -> None:
         "k-string",
         "bad-type-filter",
         "unknown-kwarg",
-        "huge",
         "lone-surrogate",
         "k-million",
         "k-float",
@@ -338,8 +332,9 @@ def test_bad_input_is_a_clear_value_error(
 
 
 def test_bad_constructor_settings_fail_at_construction(retriever: CorrectiveRetriever) -> None:
-    with pytest.raises(ValueError, match="k must be in"):  # pydantic wraps it
+    with pytest.raises(InvalidInputError, match="k must be in") as info:
         CorrectiveRetriever(graph=retriever.graph, k=0)
+    assert "graph" not in str(info.value)  # one line, not a dump of the fields
     with pytest.raises(ValueError, match="type_filter must be"):
         CorrectiveRetriever(graph=retriever.graph, type_filter=[" "])
 

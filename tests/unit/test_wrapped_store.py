@@ -478,3 +478,38 @@ def test_a_collection_deleted_under_the_retriever_is_a_clear_error(
     client.delete_collection(vectorstore._collection.name)
     with pytest.raises(StoreNotFoundError, match="does not exist"):
         retriever.invoke("backup")
+
+
+# --- what is cached beside the collection, and by what
+
+
+def test_type_key_added_later_is_seen_by_a_later_open_with_the_same_cache(tmp_path: Path) -> None:
+    """The documented migration: the one-liner first, ``type_key`` in a later process. The
+    cache (lexical index, type vectors) is keyed by every setting it depends on."""
+    docs = [
+        Document(page_content=text, metadata={"source": path, "kind": path.split("/")[0]})
+        for path, text in NOTES.items()
+    ]
+    folder = str(tmp_path / "chroma")
+    Chroma.from_documents(
+        docs, BagOfWordsEmbeddings(), collection_name="app", persist_directory=folder
+    )
+    first = CorrectiveRetriever.from_vectorstore(
+        Chroma("app", BagOfWordsEmbeddings(), persist_directory=folder), critic=None
+    )
+    assert first.known_types is not None and first.known_types() == [""]
+    later = CorrectiveRetriever.from_vectorstore(
+        Chroma("app", BagOfWordsEmbeddings(), persist_directory=folder),
+        critic=None,
+        type_key="kind",
+    )
+    assert later.known_types is not None
+    assert sorted(later.known_types()) == sorted({p.split("/")[0] for p in NOTES})
+    out = later.run("redis cache", type_filter="decision")
+    assert not out["fallback"]
+    assert out["documents"] and all(d.metadata["kind"] == "decision" for d in out["documents"])
+    # And back: the default key again sees no types, not the kinds.
+    again = CorrectiveRetriever.from_vectorstore(
+        Chroma("app", BagOfWordsEmbeddings(), persist_directory=folder), critic=None
+    )
+    assert again.known_types is not None and again.known_types() == [""]

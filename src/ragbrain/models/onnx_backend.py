@@ -308,6 +308,10 @@ class OnnxEmbeddings(Embeddings):
         """The normalized vector of one query (``query_prompt`` first)."""
         return self._encode([self.query_prompt + text])[0]
 
+    def embed_queries(self, texts: list[str]) -> list[list[float]]:
+        """``embed_query`` of many queries, in batches (``ragbrain.models.batch``)."""
+        return self._encode([self.query_prompt + text for text in texts])
+
 
 def _tokenizer(folder: Path) -> Any:
     """The folder's tokenizer engine, cut to the model's window and padded to the longest: read

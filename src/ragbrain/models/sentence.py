@@ -203,6 +203,10 @@ class SentenceEmbeddings(Embeddings):
         """The normalized vector of one query (``query_prompt`` first)."""
         return self._encode(self._prepared([text], self.query_prompt))[0]
 
+    def embed_queries(self, texts: list[str]) -> list[list[float]]:
+        """``embed_query`` of many queries, in batches (``ragbrain.models.batch``)."""
+        return self._encode(self._prepared(texts, self.query_prompt))
+
 
 def _read(path: Path) -> dict[str, Any]:
     """Every tensor of a safetensors file but the recomputed buffers (never unpickles).

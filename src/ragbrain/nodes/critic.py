@@ -61,6 +61,7 @@ def _document(
         "candidates": state["candidates"],
         "complexity": state["complexity"],
         "verdict": state["verdict"],
+        "first_search_quality": state["verdict"],
         "best_distance": state["best_distance"],
         "gate": state["gate"],
         "fallback": state.get("fallback", False),

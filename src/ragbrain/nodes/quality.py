@@ -44,8 +44,8 @@ def gate_verdict(
     decides whether a fallback can widen the search (``can_widen``).
 
     Returns:
-        The state keys to write (``gate``, ``best_distance``, ``verdict``, ``fallback``) and
-        ``note``, the trace line saying why.
+        The state keys to write (``gate``, ``best_distance``, ``first_search_quality`` and
+        its older name ``verdict``, ``fallback``) and ``note``, the trace line saying why.
     """
     if context.gate_threshold is not None:
         threshold, origin = context.gate_threshold, "set in the context"
@@ -70,6 +70,7 @@ def gate_verdict(
         "gate": threshold,
         "best_distance": best,
         "verdict": verdict,
+        "first_search_quality": verdict,
         "fallback": fallback,
         "note": note,
     }

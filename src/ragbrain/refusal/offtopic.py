@@ -160,7 +160,9 @@ def query_vectors(embeddings: Embeddings, texts: Sequence[str]) -> np.ndarray:
                 return vectors
         except (OSError, ValueError):
             log.warning("Embedding the questions again: %s is unreadable", path)
-    vectors = np.asarray([embeddings.embed_query(q) for q in texts], dtype=np.float32)
+    from ragbrain.models.batch import embed_queries
+
+    vectors = np.asarray(embed_queries(embeddings, texts), dtype=np.float32)
     buffer = io.BytesIO()
     np.save(buffer, vectors, allow_pickle=False)
     write_bytes(path, buffer.getvalue())

@@ -336,20 +336,29 @@ class Store:
         store._owns_client = folder is not None
         return store
 
-    def as_vectorstore(self) -> RagbrainChroma:
+    def as_vectorstore(
+        self, *, type_key: str = "type", source_key: str = "source", **unknown: Any
+    ) -> RagbrainChroma:
         """This store as a langchain-chroma ``Chroma`` (the same client and collection,
         embedding with this store's model), for any LangChain code to read and write: its
         writes go through the store, so the lexical index follows
         (``ragbrain.vectorstores.chroma``).
 
+        Args:
+            type_key: The metadata key of written documents that holds their note type
+                (an app's ``kind``): its value becomes ragbrain's ``type``, the key is kept.
+            source_key: The key that holds their source (an app's ``url``), likewise.
+
         Raises:
-            InvalidInputError: The store was made without its client (not by ``Store.open``).
+            InvalidInputError: An unknown keyword argument (naming the accepted ones), or the
+                store was made without its client (not by ``Store.open``).
+            WrongTypeError: A key that is not a non-empty string.
         """
         # A thin alias of the layer above, the one upward call the import contract allows
         # (pyproject.toml): the vector store's writes bring the lexical index in step.
         from ragbrain.vectorstores.chroma import as_vectorstore
 
-        return as_vectorstore(self)
+        return as_vectorstore(self, type_key=type_key, source_key=source_key, **unknown)
 
     def call(self, what: str, fn: Callable[[], T]) -> T:
         """Run one Chroma operation under the store's deadline and retry policy."""
@@ -440,6 +449,17 @@ class Store:
         if not all(math.isfinite(x) for x in vector) or not any(vector):
             raise InvalidInputError(f"The embedding of {query[:40]!r} is zero or not finite.")
         return tuple(vector)
+
+    def search_vector(self, vector: Sequence[float], k: int) -> list[Hit]:
+        """``search`` by a query vector already embedded (many queries embedded in one batch:
+        ``ragbrain.models.batch.embed_queries``), without type or scope filters.
+
+        Raises:
+            InvalidInputError: A vector that is zero or not finite.
+        """
+        if not all(math.isfinite(x) for x in vector) or not any(vector):
+            raise InvalidInputError("A query vector is zero or not finite.")
+        return self._nearest([list(vector)], k, None)
 
     def gate_threshold(self) -> float | None:
         """The gate threshold calibrated for this store, if ``ragbrain calibrate`` wrote one."""

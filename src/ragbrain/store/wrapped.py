@@ -18,6 +18,7 @@ import numpy as np
 
 from ragbrain.checks import describe
 from ragbrain.errors import StoreMismatchError, StoreNotFoundError, WrongTypeError
+from ragbrain.models import agreement
 from ragbrain.models.embeddings import model_name_of
 from ragbrain.paths import cache_root
 from ragbrain.store.collection import space as collection_space
@@ -51,6 +52,9 @@ class Inspection:
         texts: The sample holds stored texts (none: no BM25, no critic).
         keys: The metadata keys the sample holds.
         type_key: The key that holds the note type; ``source_key`` the source.
+        dimension: The query model's vector length.
+        agreement: The median cosine of a few stored texts embedded again against their
+            stored vectors (``ragbrain.models.agreement``); None: not checked.
     """
 
     name: str
@@ -61,6 +65,8 @@ class Inspection:
     keys: frozenset[str]
     type_key: str
     source_key: str
+    dimension: int = 0
+    agreement: float | None = None
 
     def notes(self) -> list[str]:
         """The trace's lines about the wrapped collection."""
@@ -135,13 +141,23 @@ def inspect_collection(
     *,
     type_key: str,
     source_key: str,
+    stored_model: str | None = None,
+    check_model: bool = True,
 ) -> Inspection:
     """Check that ragbrain can read ``collection`` with ``embeddings``, on a sample.
+
+    Args:
+        stored_model: The model the collection was built with, when known (the vector
+            store's own, when the caller passes other ``embeddings``), for messages.
+        check_model: Embed a few stored texts again and compare them with their stored
+            vectors (``ragbrain.models.agreement``).
 
     Raises:
         StoreMismatchError: An unknown distance space; an inner-product collection of vectors
             that are not unit length; no stored vectors; vectors of another dimension than
             ``embeddings`` makes.
+        WrongModelError: ``check_model`` found that ``embeddings`` did not make the stored
+            vectors.
     """
     name = str(collection.name)
     space = collection_space(collection)
@@ -154,7 +170,7 @@ def inspect_collection(
     sample = sample_records(collection, count) if count else None
     model = model_name_of(embeddings)
     dimension = len(embeddings.embed_query("dimension probe"))
-    unit, texts, keys = True, False, frozenset[str]()
+    unit, texts, keys, agreed = True, False, frozenset[str](), None
     if sample is not None and sample["ids"]:
         sizes = {len(v) for v in sample["embeddings"]}
         if sizes != {dimension}:
@@ -175,7 +191,19 @@ def inspect_collection(
                 "from it. Rebuild it with normalized embeddings, or in the cosine space "
                 "(collection_configuration={'hnsw': {'space': 'cosine'}})."
             )
-    return Inspection(name, space, unit, count, texts, keys, type_key, source_key)
+        if check_model:
+            agreed = agreement.check_model(
+                embeddings,
+                sample["documents"],
+                sample["embeddings"],
+                model=model,
+                stored_model=stored_model,
+                where=f"The collection {name!r}",
+                override="check_model=False",
+            )
+    return Inspection(
+        name, space, unit, count, texts, keys, type_key, source_key, dimension, agreed
+    )
 
 
 class WrappedStore(Store):
@@ -243,6 +271,24 @@ def _where_is(client: ClientAPI) -> tuple[str, Path | None]:
     return "memory", None
 
 
+def sidecar_key(location: str, embeddings: Embeddings, inspection: Inspection) -> str:
+    """The name of the folder that keeps ragbrain's files about a wrapped collection: a digest
+    of every setting they depend on. The collection's identity (its client's location, name
+    and id: a collection dropped and made again is another), the metadata keys read as the
+    note type and the source (the lexical index's and the type index's types, the gate's
+    sources) and the query model with its dimension (the calibrated gate and off-topic cut).
+    Opening the same collection with another ``type_key`` or model thus never reads what
+    another setting built; each setting's files stay for when it comes back."""
+    parts = [
+        location,
+        f"type_key={inspection.type_key}",
+        f"source_key={inspection.source_key}",
+        f"model={model_name_of(embeddings)}",
+        f"dimension={inspection.dimension}",
+    ]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
 def wrap_chroma(
     vectorstore: object,
     embeddings: Embeddings | None = None,
@@ -250,6 +296,7 @@ def wrap_chroma(
     type_key: str = "type",
     source_key: str = "source",
     policy: StorePolicy | None = None,
+    check_model: bool = True,
 ) -> tuple[WrappedStore, Inspection]:
     """A ``Store`` over a langchain-chroma ``Chroma``'s own client and collection.
 
@@ -259,12 +306,15 @@ def wrap_chroma(
         type_key: The metadata key that holds the note type (type filter, fallback).
         source_key: The metadata key that holds the source (path filters, calibration).
         policy: Deadline and retries of each store call.
+        check_model: Check that ``embeddings`` made the stored vectors (a few stored texts
+            embedded again; ``ragbrain.models.agreement``).
 
     Raises:
         WrongTypeError: Not a ``langchain_chroma.Chroma``, or keys that are not strings.
         InvalidInputError: No embeddings to embed queries with.
         StoreNotFoundError: The vector store's collection was deleted.
         StoreMismatchError: See ``inspect_collection``.
+        WrongModelError: ``embeddings`` did not make the collection's vectors.
     """
     from langchain_chroma import Chroma
 
@@ -278,7 +328,9 @@ def wrap_chroma(
     for name, key in (("type_key", type_key), ("source_key", source_key)):
         if not isinstance(key, str) or not key:
             raise WrongTypeError(f"{name} must be a metadata key (a string); got {describe(key)}.")
-    embeddings = embeddings if embeddings is not None else vectorstore.embeddings
+    own = vectorstore.embeddings
+    stored_model = model_name_of(own) if own is not None and embeddings is not None else None
+    embeddings = embeddings if embeddings is not None else own
     if embeddings is None:
         raise WrongTypeError(
             "The vector store has no embedding function, so ragbrain cannot embed queries: "
@@ -292,13 +344,17 @@ def wrap_chroma(
     where, sqlite = _where_is(client)
     location = f"{where}#{collection.name}@{collection.id}"
     inspection = inspect_collection(
-        collection, embeddings, type_key=type_key, source_key=source_key
+        collection,
+        embeddings,
+        type_key=type_key,
+        source_key=source_key,
+        stored_model=stored_model,
+        check_model=check_model,
     )
     if where == "memory":  # nothing of an in-memory collection outlives the process
         sidecars = Path(tempfile.mkdtemp(prefix="ragbrain-wrapped-"))
     else:
-        digest = hashlib.sha256(location.encode()).hexdigest()[:16]
-        sidecars = cache_root() / "wrapped" / digest
+        sidecars = cache_root() / "wrapped" / sidecar_key(location, embeddings, inspection)
     view = CollectionView(
         collection,
         space=inspection.space,

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_chroma import Chroma
 
+from ragbrain.arguments import check_names
 from ragbrain.checks import describe
 from ragbrain.errors import InvalidInputError, WrongTypeError
 from ragbrain.lexical.sync import sync_lexical
@@ -43,14 +44,28 @@ class RagbrainChroma(Chroma):
             index(docs, manager, vectorstore, cleanup="full", source_id_key="source")
     """
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, type_key: str = "type", source_key: str = "source") -> None:
         """Open the store's collection as a ``Chroma``.
+
+        Args:
+            store: The ragbrain store.
+            type_key: The metadata key of written documents that holds their note type; its
+                value is also written as ragbrain's ``type`` (the key itself is kept).
+            source_key: The metadata key that holds their source, likewise as ``source``.
 
         Raises:
             InvalidInputError: The store holds no client (it was not opened by ``Store.open``)
                 or is a caller's own collection (``from_vectorstore``: use that vector store).
+            WrongTypeError: A key that is not a non-empty string.
         """
         from chromadb.api.models.Collection import Collection
+
+        for name, key in (("type_key", type_key), ("source_key", source_key)):
+            if not isinstance(key, str) or not key:
+                raise WrongTypeError(
+                    f"as_vectorstore: {name} must be a metadata key (a string); got "
+                    f"{describe(key)}."
+                )
 
         # A wrapped store reads a caller's collection through a view: not a ragbrain store.
         if store.client is None or not isinstance(store.collection, Collection):
@@ -68,6 +83,8 @@ class RagbrainChroma(Chroma):
         )
         # The store's own handle: a server store's requests are bounded by its deadline.
         self._chroma_collection = store.collection
+        self.type_key = type_key
+        self.source_key = source_key
 
     @property
     def _collection(self) -> Any:
@@ -101,7 +118,7 @@ class RagbrainChroma(Chroma):
         if bad:
             raise InvalidInputError(f"add_texts takes strings; got {bad[0]} among the texts.")
         chosen = _ids(ids, len(texts))
-        prepared = _metadatas(metadatas, len(texts))
+        prepared = _metadatas(metadatas, len(texts), self.type_key, self.source_key)
         if not texts:
             return []
         vectors = self.store.embeddings.embed_documents(texts)
@@ -167,13 +184,18 @@ class RagbrainChroma(Chroma):
         self.store.keep_small_types(index)
 
 
-def as_vectorstore(store: Store) -> RagbrainChroma:
+def as_vectorstore(
+    store: Store, *, type_key: str = "type", source_key: str = "source", **unknown: Any
+) -> RagbrainChroma:
     """``store`` as a langchain-chroma ``Chroma`` (``Store.as_vectorstore`` is this function).
 
     Raises:
-        InvalidInputError: The store was made without its client (not by ``Store.open``).
+        InvalidInputError: An unknown keyword argument (naming the accepted ones), or the
+            store was made without its client (not by ``Store.open``).
+        WrongTypeError: A key that is not a non-empty string.
     """
-    return RagbrainChroma(store)
+    check_names(unknown, ("type_key", "source_key"), "Store.as_vectorstore")
+    return RagbrainChroma(store, type_key=type_key, source_key=source_key)
 
 
 def _no_options(options: Mapping[str, Any], method: str) -> None:
@@ -203,10 +225,14 @@ def _ids(ids: Sequence[str | None] | None, count: int) -> list[str]:
 
 
 def _metadatas(
-    metadatas: Sequence[Mapping[Any, Any] | None] | None, count: int
+    metadatas: Sequence[Mapping[Any, Any] | None] | None,
+    count: int,
+    type_key: str = "type",
+    source_key: str = "source",
 ) -> list[dict[str, Any]]:
-    """One metadata dict per text (missing ones empty), each with a ``type``, checked as
-    Chroma checks metadata, before anything is written."""
+    """One metadata dict per text (missing ones empty), each with a ``type`` (the value of
+    ``type_key``, else ``DEFAULT_TYPE``) and, when ``source_key`` holds one, a ``source``,
+    checked as Chroma checks metadata, before anything is written."""
     from chromadb.api.types import validate_metadata
 
     given = list(metadatas or [])
@@ -215,6 +241,9 @@ def _metadatas(
     prepared: list[dict[str, Any]] = []
     for position, meta in enumerate([*given, *[None] * (count - len(given))]):
         chunk = {"type": DEFAULT_TYPE, **dict(meta or {})}
+        for ours, theirs in (("type", type_key), ("source", source_key)):
+            if theirs != ours and (meta or {}).get(theirs) is not None:
+                chunk[ours] = (meta or {})[theirs]
         try:
             validate_metadata(chunk)
         except (TypeError, ValueError) as exc:

@@ -143,6 +143,7 @@ def open_vectorstore_graph(
     policy: StorePolicy | None = None,
     progress: Progress | None = None,
     calibrate: bool = True,
+    check_model: bool = True,
 ) -> tuple[WrappedStore, Graph, list[str]]:
     """The wrapped store (``wrap_chroma``), the graph over it, and the trace's lines about
     the store (its distances, the gate, what is missing).
@@ -159,13 +160,20 @@ def open_vectorstore_graph(
             the first time.
         calibrate: Calibrate the gate on the store when its model has no shipped one (False:
             the caller's context sets the threshold).
+        check_model: Check that the query model made the stored vectors (``wrap_chroma``).
 
     Raises:
-        WrongTypeError, StoreNotFoundError, StoreMismatchError, CriticLoadError.
+        WrongTypeError, StoreNotFoundError, StoreMismatchError, WrongModelError,
+        CriticLoadError.
     """
     chosen, off_reason = resolve_critic(critic, on_critic_error)
     store, inspection = wrap_chroma(
-        vectorstore, embeddings, type_key=type_key, source_key=source_key, policy=policy
+        vectorstore,
+        embeddings,
+        type_key=type_key,
+        source_key=source_key,
+        policy=policy,
+        check_model=check_model,
     )
     chosen, off_reason = ready_for(chosen, off_reason, store, on_critic_error)
     notes = inspection.notes()
