@@ -2,7 +2,7 @@
 (``CorrectiveRetriever(...)``, ``from_store``, ``from_vectorstore``, ``as_vectorstore``): an
 unknown name is an ``InvalidInputError`` naming the accepted ones (with the closest one for a
 misspelling), and ``search_kwargs``, which apps carry over from ``as_retriever``, is read or
-refused with a pointer (a leaf module)."""
+refused with a pointer."""
 
 from __future__ import annotations
 
