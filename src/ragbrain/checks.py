@@ -42,7 +42,7 @@ def check_embeddings(embeddings: object, where: str) -> None:
     if isinstance(embeddings, str):
         hint = (
             f" To load a model by name, pass ragbrain.models.embeddings.embeddings_for"
-            f"({embeddings!r}) (minilm or e5-small); a model folder, "
+            f"({embeddings!r}) (a name `ragbrain ingest --embedding` takes); a model folder, "
             "langchain_huggingface.HuggingFaceEmbeddings(model_name=FOLDER)."
         )
     raise WrongTypeError(

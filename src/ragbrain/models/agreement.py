@@ -2,10 +2,8 @@
 embedded again and compared with their stored vectors.
 
 Two different models of the same dimension give vectors that have nothing to do with each
-other (all-MiniLM-L6-v2 against multilingual-e5-small: median cosine 0.06 on the sample
-notes), while the same model agrees with itself across runtimes (all-MiniLM-L6-v2 on ONNX
-int8 against HuggingFaceEmbeddings in fp32: 0.998, at worst 0.995) and e5's passage prefix
-barely moves a vector (with against without: 0.997). ``MIN_AGREEMENT`` sits between.
+other, while one model agrees with itself across runtimes and precisions; ``MIN_AGREEMENT``
+sits between (the measurements: docs/decisions/query-model-check.md).
 
 The check embeds the ``CHECKED`` shortest stored texts in one ``embed_documents`` call, the
 way chunks are embedded when they are written: a few milliseconds at open.

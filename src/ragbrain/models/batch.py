@@ -11,11 +11,8 @@ otherwise than a passage (multilingual-e5's ``"query: "`` and ``"passage: "`` pr
 3. else ``embed_query`` one text at a time.
 
 On ONNX Runtime int8 a batch shares its activations' quantization ranges, so a query
-embedded in a batch differs a little from the same query alone (cosine 0.994-0.997 for
-all-MiniLM-L6-v2, 0.998-0.999 for multilingual-e5-small, on the off-topic bank); the
-off-topic cut learnt from the bank moves by that little (on 580 SciFact abstracts: 0.7126
--> 0.7102 for all-MiniLM-L6-v2, 0.1469 -> 0.1460 for e5), for 1.3 s less of a cold open on
-one core.
+embedded in a batch differs a little from the same query alone, and the off-topic cut learnt
+from the bank moves by that little (docs/decisions/query-model-check.md).
 """
 
 from __future__ import annotations
