@@ -382,3 +382,45 @@ def test_a_one_word_or_identifier_question_the_notes_hold_is_answered(
     assert "on topic: nearest distance" in out["notes"][-1]
     unknown = retriever.run("zanzibar")  # a word no note holds, far from every note
     assert unknown["answerable"] is False and "off-topic" in str(unknown["abstain_reason"])
+
+
+def test_a_question_in_a_script_the_notes_do_not_use_gets_the_cut_across_scripts() -> None:
+    """On a multilingual model's store of Thai notes, an English question finds its note only
+    from farther away: it is judged against the cut learnt from the bank's questions in other
+    scripts, a Thai question against the store-wide one."""
+    thai = OffTopicCut(0.2, 0.16, "test cut", E5, {"thai": 1.0}, across=0.3)
+    assert refusal_reason("Who directed Bad Boys II?", 0.25, thai) is None
+    reason = refusal_reason("Who directed Bad Boys II?", 0.35, thai)
+    assert reason is not None and "for a question in latin script" in reason and "0.300" in reason
+    assert refusal_reason("แบดบอยส์ คู่หูขวางนรก 2 กำกับโดยใคร", 0.25, thai) is not None
+    # The strict level scales the cut across scripts as it scales the store-wide one.
+    assert offtopic.limit_for("Who directed it?", thai, strict=True) == (0.24, True)
+    assert offtopic.limit_for("ใครกำกับ", thai, strict=True) == (0.16, False)
+    # A record without the field (an older store) keeps the store-wide cut for every script.
+    old = OffTopicCut.from_json(
+        json.dumps({k: v for k, v in json.loads(thai.to_json()).items() if k != "across"})
+    )
+    assert old is not None and old.across is None
+    assert refusal_reason("Who directed Bad Boys II?", 0.25, old) is not None
+    assert OffTopicCut.from_json(thai.to_json()) == thai
+
+
+def test_a_one_script_store_of_a_multilingual_model_learns_a_cut_across_scripts(
+    tmp_path: Path,
+) -> None:
+    embeddings = BagOfWordsEmbeddings()  # reads every script, as multilingual-e5-small does
+    store = store_of(tmp_path, notes(40), embeddings)
+    got = offtopic.calibrate(store)
+    assert got is not None and got.across is not None and got.across >= got.distance
+    questions = offtopic.bank()
+    bank = np.array([embeddings.embed_query(q) for q in questions])
+    vectors = np.array(embeddings.embed_documents(notes(40)))
+    nearest = 1.0 - (bank @ vectors.T).max(axis=1)
+    foreign = [d for q, d in zip(questions, nearest, strict=True) if script_of(q) != "latin"]
+    level = offtopic.levels("bag-of-words-64")[0]
+    assert got.across == pytest.approx(
+        max(float(np.quantile(foreign, level)), got.distance), abs=1e-3
+    )
+    # An English-only model never gets one: other scripts are refused by script.
+    english = offtopic.calibrate(store_of(tmp_path / "en", notes(40), NamedBagOfWords(MINILM)))
+    assert english is not None and english.across is None

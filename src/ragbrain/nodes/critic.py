@@ -23,12 +23,13 @@ from langgraph.runtime import Runtime
 
 from ragbrain.context import RetrievalContext, context_of
 from ragbrain.critic.base import Critic, keep_mask, threshold_label
+from ragbrain.critic.handover import HandOverRule, narrow
 from ragbrain.critic.model import TransformerCritic
 from ragbrain.nodes import Node
 from ragbrain.query.compound import split_compound
 from ragbrain.query.parts import judge_parts, nearest_parts
 from ragbrain.refusal.abstain import AbstainThresholds, Evidence, hand_over, should_abstain
-from ragbrain.refusal.offtopic import OffTopicCut, refusal_reason
+from ragbrain.refusal.offtopic import OffTopicCut, limit_for, refusal_reason
 from ragbrain.state import RETRIEVAL_KEY, Hit, RetrievalState
 
 if TYPE_CHECKING:
@@ -203,7 +204,7 @@ def offtopic_refusal(
     why = refusal_reason(state["query"], nearest, cut, strict=level == "strict", support=support)
     if why is not None:
         return False, why, ""
-    limit = cut.strict if level == "strict" else cut.distance
+    limit, _ = limit_for(state["query"], cut, strict=level == "strict")
     shown = "none" if nearest is None else f"{nearest:.3f}"
     if nearest is not None and nearest > limit and support is not None:
         return (
@@ -247,9 +248,11 @@ def make_critic_filter(
     critic: Critic | None,
     off_reason: str = "no critic configured",
     offtopic: OffTopicCut | None = None,
+    handover: HandOverRule | None = None,
 ) -> Node:
-    """Bind a critic (or None: keep every hit, saying ``off_reason``) and the store's off-topic
-    cut (``ragbrain.refusal.offtopic``; None: no refusal by topic) into ``critic_filter``."""
+    """Bind a critic (or None: keep every hit, saying ``off_reason``), the store's off-topic
+    cut (``ragbrain.refusal.offtopic``; None: no refusal by topic) and the hand-over rule
+    (``ragbrain.critic.handover``; None: hand over every kept chunk) into ``critic_filter``."""
 
     def critic_filter(state: RetrievalState, runtime: Runtime[RetrievalContext]) -> dict[str, Any]:
         hits, context = state["hits"], context_of(runtime)
@@ -281,6 +284,10 @@ def make_critic_filter(
                 scores, answers, bests = judge_parts(critic, parts, hits, scores)
             status = f"on ({threshold_label(critic, threshold)})"
             chosen = handed_over(scores, threshold, state["depth"], bests if parts else None)
+            narrowed = ""
+            if handover is not None and not parts and any(keep_mask(scores, threshold)):
+                sources = [str(hit["metadata"].get("source", hit["id"])) for hit in hits]
+                chosen, narrowed = narrow(chosen, scores, sources, handover)
             documents = [_document(hits[i], scores[i], state, status, answers[i]) for i in chosen]
             answerable, reason = abstention(hits, scores, len(documents), threshold)
             judged = list(scores)
@@ -288,6 +295,8 @@ def make_critic_filter(
             note = _kept_note(status, len(hits), handed, threshold)
             if len(documents) > state["depth"]:
                 note += f" (more than the depth, {state['depth']}: the critic kept them)"
+            if narrowed:
+                note += f"; {narrowed}"
             if parts:
                 for_parts = sum(answers[i] is not None for i in chosen)
                 note += f"; judged against each part as well: {for_parts} kept for a part"

@@ -80,6 +80,8 @@ SCRIPT_SAMPLE = 400
 #: Chunks read (with their vectors) to measure a multilingual store across scripts; a larger
 #: store is measured on this sample (its nearest chunks a little farther: a looser cut).
 CROSS_SAMPLE = 5000
+#: Fewer bank questions than this in scripts the notes do not use: no cut across scripts.
+MIN_ACROSS = 20
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,11 @@ class OffTopicCut:
     #: A question this well supported by rare words of one chunk is on topic, however far
     #: (``lexical_support``); 1.01: no rescue.
     support: float = 1.01
+    #: On a multilingual model's store of notes in one script: the cut for a question written
+    #: in a script the notes do not use (the same quantile of the bank's questions written in
+    #: such scripts: a question finds a note in another language only from farther away).
+    #: None: the store-wide cut applies to every question.
+    across: float | None = None
 
     def to_json(self) -> str:
         """The cut as the JSON string the store's metadata keeps."""
@@ -113,6 +120,7 @@ class OffTopicCut:
                 scripts={str(k): float(v) for k, v in dict(raw.get("scripts", {})).items()},
                 chunks=int(raw.get("chunks", 0)),
                 support=float(raw.get("support", NO_RESCUE)),
+                across=None if raw.get("across") is None else float(raw["across"]),
             )
         except (TypeError, ValueError, KeyError):
             return None
@@ -307,8 +315,21 @@ def calibrate(
         # notes in a script other than their own.
         distances = cross_script_distances(questions, vectors, texts, sample["embeddings"])
         source += f" in {len(written_in)} scripts, measured across scripts"
+        across = None
     else:
         distances = nearest_distances(store, vectors)
+        across = None
+        if not english and written_in:
+            # Notes in one script, a model that reads others: a question in another script
+            # gets the cut the bank's questions in such scripts give.
+            foreign = [
+                d
+                for q, d in zip(questions, distances, strict=True)
+                if script_of(q) not in written_in
+            ]
+            if len(foreign) >= MIN_ACROSS:
+                across = round(max(quantile(foreign, level), quantile(distances, level)), 4)
+                source += f" ({len(foreign)} in other scripts than the notes')"
     distance = quantile(distances, level)
     return OffTopicCut(
         distance=round(distance, 4),
@@ -318,6 +339,7 @@ def calibrate(
         scripts={k: round(v, 4) for k, v in scripts.items()},
         chunks=count,
         support=rescue(model),
+        across=across,
     )
 
 
@@ -381,15 +403,33 @@ def refusal_reason(
             f"notes do not use and its embedding model ({cut.model}) does not read; a "
             "multilingual store (ragbrain ingest --embedding e5-small) would"
         )
-    limit = cut.strict if strict else cut.distance
+    limit, across = limit_for(query, cut, strict=strict)
     if best_distance <= limit or (support is not None and support >= cut.support):
         return None
     level = "strict cut" if strict else "off-topic cut"
+    if across:
+        level += f" for a question in {script} script"
     shown = "" if support is None else f", and no chunk holds its rare words ({support:.2f})"
     return (
         f"off-topic: the best distance ({best_distance:.3f}) is above this store's "
         f"{level} ({limit:.3f}, {cut.source}){shown}"
     )
+
+
+def crosses(script: str, cut: OffTopicCut) -> bool:
+    """Whether a question in ``script`` is asked across scripts on the store ``cut`` was
+    learnt on (its notes hardly use that script)."""
+    return script not in ("none", "other") and cut.scripts.get(script, 0.0) < RARE_SCRIPT
+
+
+def limit_for(query: str, cut: OffTopicCut, *, strict: bool = False) -> tuple[float, bool]:
+    """The distance above which ``query`` is off-topic on ``cut``'s store, and whether it is
+    the cut across scripts (``OffTopicCut.across``, scaled as the strict cut is)."""
+    limit = cut.strict if strict else cut.distance
+    if cut.across is None or not crosses(script_of(query), cut):
+        return limit, False
+    scale = cut.strict / cut.distance if strict and cut.distance > 0 else 1.0
+    return round(max(cut.across * scale, limit), 4), True
 
 
 def refresh_cut(store: Store) -> OffTopicCut | None:
