@@ -21,6 +21,7 @@ import argparse
 import csv
 import json
 import random
+import statistics
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -72,8 +73,9 @@ def _ask(retriever: Any, question: str, expect: set[str], cut: Any) -> dict[str,
 def shared_sets(root: Path, docs: int, seed: int, embeddings: Any) -> dict[str, Any]:
     """Each set's same-language and English questions on its store."""
     from ragbrain.evaluation.notes import cached_store_path, notes_store
+    from ragbrain.evaluation.offtopic import evaluation_bank
     from ragbrain.models.embeddings import model_name_of
-    from ragbrain.refusal.offtopic import store_cut
+    from ragbrain.refusal.offtopic import crosses, script_of, store_cut
     from ragbrain.retriever import CorrectiveRetriever
 
     written = json.loads(QUESTIONS.read_text(encoding="utf-8"))["sets"]
@@ -110,7 +112,17 @@ def shared_sets(root: Path, docs: int, seed: int, embeddings: Any) -> dict[str, 
                     "en": _ask(retriever, item["en"], expect, cut),
                 }
             )
-        out[name] = {"chunks": store.count(), "cut": cut and cut.to_json(), "rows": rows}
+        offtopic = []
+        for question in evaluation_bank():
+            asked = _ask(retriever, question["text"], set(), cut)
+            asked["across"] = cut is not None and crosses(script_of(question["text"]), cut)
+            offtopic.append(asked)
+        out[name] = {
+            "chunks": store.count(),
+            "cut": cut and cut.to_json(),
+            "rows": rows,
+            "offtopic": offtopic,
+        }
     return out
 
 
@@ -166,6 +178,21 @@ def markdown(result: dict[str, Any]) -> str:
         )
     lines += [
         "",
+        "Off-topic questions (the evaluation bank, never calibrated on): refused, in the notes' "
+        "script / in another script (store-wide cut only)",
+        "",
+        "| store | same script | another script | another script, store-wide cut only |",
+        "|---|---|---|---|",
+    ]
+    for name, entry in result["sets"].items():
+        same = [r for r in entry["offtopic"] if not r["across"]]
+        other = [r for r in entry["offtopic"] if r["across"]]
+        lines.append(
+            f"| {name} | {_rate(same, 'refused')} | {_rate(other, 'refused')} "
+            f"| {_rate(other, 'store_wide_refuses')} |"
+        )
+    lines += [
+        "",
         "| fixture store (notes' language) | asked in another: refused / found "
         "| store-wide cut only: refused |",
         "|---|---|---|",
@@ -186,17 +213,42 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=300)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--name", default="crosslang")
+    parser.add_argument(
+        "--ship",
+        action="store_true",
+        help="Write the median cut across scripts of the shared sets' stores into "
+        "src/ragbrain/refusal/across.json (the cut small e5 stores get).",
+    )
     args = parser.parse_args()
-    from ragbrain.models.embeddings import embeddings_for
+    from ragbrain.models.embeddings import embeddings_for, model_name_of
 
     embeddings = embeddings_for("e5-small")
     result = {
         "sets": shared_sets(args.data_root, args.docs, args.seed, embeddings),
         "fixture": fixture_stores(embeddings),
     }
+    acrosses = sorted(
+        json.loads(e["cut"])["across"]
+        for e in result["sets"].values()
+        if e["cut"] and json.loads(e["cut"]).get("across") is not None
+    )
+    result["across_median"] = statistics.median(acrosses) if acrosses else None
     text = markdown(result)
+    text += f"\nCuts across scripts of the shared sets' stores: {acrosses}.\n"
     print(text)
     save(args.name, result, text)
+    if args.ship and acrosses:
+        from ragbrain.evaluation.report import write_json
+        from ragbrain.refusal import offtopic
+
+        level, _ = offtopic.across_setting() or (0.98, {})
+        record = {
+            "level": level,
+            "shipped": {model_name_of(embeddings): round(statistics.median(acrosses), 4)},
+            "by": "python -m benchmarks.crosslang --ship",
+        }
+        write_json(offtopic.ACROSS_FILE, record)
+        say(f"wrote {offtopic.ACROSS_FILE}")
 
 
 if __name__ == "__main__":

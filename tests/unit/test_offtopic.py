@@ -393,8 +393,8 @@ def test_a_question_in_a_script_the_notes_do_not_use_gets_the_cut_across_scripts
     reason = refusal_reason("Who directed Bad Boys II?", 0.35, thai)
     assert reason is not None and "for a question in latin script" in reason and "0.300" in reason
     assert refusal_reason("แบดบอยส์ คู่หูขวางนรก 2 กำกับโดยใคร", 0.25, thai) is not None
-    # The strict level scales the cut across scripts as it scales the store-wide one.
-    assert offtopic.limit_for("Who directed it?", thai, strict=True) == (0.24, True)
+    # Across scripts the distance cannot tell a missing answer: the strict level keeps the cut.
+    assert offtopic.limit_for("Who directed it?", thai, strict=True) == (0.3, True)
     assert offtopic.limit_for("ใครกำกับ", thai, strict=True) == (0.16, False)
     # A record without the field (an older store) keeps the store-wide cut for every script.
     old = OffTopicCut.from_json(
@@ -417,10 +417,41 @@ def test_a_one_script_store_of_a_multilingual_model_learns_a_cut_across_scripts(
     vectors = np.array(embeddings.embed_documents(notes(40)))
     nearest = 1.0 - (bank @ vectors.T).max(axis=1)
     foreign = [d for q, d in zip(questions, nearest, strict=True) if script_of(q) != "latin"]
-    level = offtopic.levels("bag-of-words-64")[0]
+    setting = offtopic.across_setting()
+    assert setting is not None
     assert got.across == pytest.approx(
-        max(float(np.quantile(foreign, level)), got.distance), abs=1e-3
+        max(float(np.quantile(foreign, setting[0])), got.distance), abs=1e-3
     )
     # An English-only model never gets one: other scripts are refused by script.
     english = offtopic.calibrate(store_of(tmp_path / "en", notes(40), NamedBagOfWords(MINILM)))
     assert english is not None and english.across is None
+
+
+@pytest.mark.parametrize("content", [None, "{", '{"level": 3}', '{"shipped": {}}'])
+def test_a_missing_or_bad_across_file_means_the_store_wide_cut_for_every_script(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: str | None
+) -> None:
+    path = tmp_path / "across.json"
+    if content is not None:
+        path.write_text(content, encoding="utf-8")
+    monkeypatch.setattr(offtopic, "ACROSS_FILE", path)
+    offtopic.across_setting.cache_clear()
+    try:
+        assert offtopic.across_setting() is None
+        got = offtopic.calibrate(store_of(tmp_path, notes(40), BagOfWordsEmbeddings()))
+        assert got is not None and got.across is None
+    finally:
+        offtopic.across_setting.cache_clear()
+
+
+def test_a_small_one_script_store_of_a_multilingual_model_gets_the_shipped_cut_across(
+    tmp_path: Path,
+) -> None:
+    setting = offtopic.across_setting()
+    assert setting is not None and E5 in setting[1]
+    thai = [f"บันทึก การสำรองข้อมูล หมายเลข {i}" for i in range(5)]
+    got = offtopic.calibrate(store_of(tmp_path, thai, NamedBagOfWords(E5)))
+    assert got is not None and got.across == setting[1][E5] and got.scripts == {"thai": 1.0}
+    assert "too few to calibrate" in got.source
+    limit, across = offtopic.limit_for("Why did the backup fail?", got)
+    assert across and limit == setting[1][E5]

@@ -82,6 +82,29 @@ SCRIPT_SAMPLE = 400
 CROSS_SAMPLE = 5000
 #: Fewer bank questions than this in scripts the notes do not use: no cut across scripts.
 MIN_ACROSS = 20
+#: The cut across scripts: its quantile of the bank's questions in other scripts, and the cut
+#: shipped per model for stores too small to calibrate (``python -m benchmarks.crosslang
+#: --ship``; docs/refusal.md). Without the file, no cut across scripts.
+ACROSS_FILE = Path(__file__).with_name("across.json")
+
+
+@cache
+def across_setting() -> tuple[float, dict[str, float]] | None:
+    """The cut across scripts' quantile and shipped cuts (``ACROSS_FILE``); None (logged)
+    when the file is missing or malformed: every question then gets the store-wide cut."""
+    try:
+        raw = json.loads(ACROSS_FILE.read_text(encoding="utf-8"))
+        level = float(raw["level"])
+        shipped = {str(k): float(v) for k, v in dict(raw.get("shipped", {})).items()}
+        if not 0.0 <= level <= 1.0 or not all(0.0 < v <= 2.0 for v in shipped.values()):
+            raise ValueError("a quantile or cut out of range")
+    except FileNotFoundError:
+        log.warning("%s is missing: no off-topic cut across scripts", ACROSS_FILE)
+        return None
+    except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError) as exc:
+        log.warning("%s is unreadable (%s): no off-topic cut across scripts", ACROSS_FILE, exc)
+        return None
+    return level, shipped
 
 
 @dataclass(frozen=True)
@@ -283,19 +306,31 @@ def calibrate(
     level = levels(model)[0] if level is None else level
     strict_scale = levels(model)[1] if strict_scale is None else strict_scale
     count = store.count()
+    english = model in ENGLISH_ONLY
+    setting = None if english else across_setting()
     if count < MIN_CHUNKS:
         shipped = shipped_cut(model)
         if shipped is None:
             return None
+        scripts: dict[str, float] = {}
+        across_cut = setting[1].get(model) if setting is not None and count else None
+        if across_cut is not None:
+            small = store.call(
+                "Reading chunks for their scripts",
+                lambda: store.collection.get(limit=MIN_CHUNKS, include=["documents"]),
+            )
+            scripts = script_shares(t for t in small["documents"] or [] if t)
         return OffTopicCut(
             shipped.distance,
             shipped.strict,
             f"shipped for {model}: the store holds {count} chunks, too few to calibrate "
             f"(at least {MIN_CHUNKS})",
             model,
+            scripts={k: round(v, 4) for k, v in scripts.items()},
+            chunks=count,
             support=shipped.support,
+            across=across_cut if scripts else None,
         )
-    english = model in ENGLISH_ONLY
     questions = bank(english_only=english)
     vectors = query_vectors(store.embeddings, questions)
     sample = store.call(
@@ -319,16 +354,17 @@ def calibrate(
     else:
         distances = nearest_distances(store, vectors)
         across = None
-        if not english and written_in:
+        if setting is not None and written_in:
             # Notes in one script, a model that reads others: a question in another script
-            # gets the cut the bank's questions in such scripts give.
+            # finds its note from as far as general questions in such scripts come, so only
+            # one farther than nearly all of them is refused by distance.
             foreign = [
                 d
                 for q, d in zip(questions, distances, strict=True)
                 if script_of(q) not in written_in
             ]
             if len(foreign) >= MIN_ACROSS:
-                across = round(max(quantile(foreign, level), quantile(distances, level)), 4)
+                across = round(max(quantile(foreign, setting[0]), quantile(distances, level)), 4)
                 source += f" ({len(foreign)} in other scripts than the notes')"
     distance = quantile(distances, level)
     return OffTopicCut(
@@ -424,12 +460,12 @@ def crosses(script: str, cut: OffTopicCut) -> bool:
 
 def limit_for(query: str, cut: OffTopicCut, *, strict: bool = False) -> tuple[float, bool]:
     """The distance above which ``query`` is off-topic on ``cut``'s store, and whether it is
-    the cut across scripts (``OffTopicCut.across``, scaled as the strict cut is)."""
+    the cut across scripts (``OffTopicCut.across``: the same at both levels, since across
+    scripts the distance cannot tell a missing answer from a present one)."""
     limit = cut.strict if strict else cut.distance
     if cut.across is None or not crosses(script_of(query), cut):
         return limit, False
-    scale = cut.strict / cut.distance if strict and cut.distance > 0 else 1.0
-    return round(max(cut.across * scale, limit), 4), True
+    return round(max(cut.across, limit), 4), True
 
 
 def refresh_cut(store: Store) -> OffTopicCut | None:
