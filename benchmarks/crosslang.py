@@ -129,7 +129,7 @@ def shared_sets(root: Path, docs: int, seed: int, embeddings: Any) -> dict[str, 
 def fixture_stores(embeddings: Any) -> dict[str, Any]:
     """The fixture's notes of one language in a store, asked in the other language."""
     from ragbrain.ingest import ingest
-    from ragbrain.refusal.offtopic import store_cut
+    from ragbrain.refusal.offtopic import general_distance, store_cut
     from ragbrain.retriever import CorrectiveRetriever
     from ragbrain.store import Store
 
@@ -146,9 +146,11 @@ def fixture_stores(embeddings: Any) -> dict[str, Any]:
             store = Store.open(folder, embeddings)
             retriever = CorrectiveRetriever.from_store(folder, embeddings=embeddings)
             cut = store_cut(store, save=False)
+            general = general_distance(store)
             rows = [
                 {"id": p["id"], "asked_in": p["question_language"]}
                 | _ask(retriever, p["question"], {p["id"]}, cut)
+                | {"general": general(p["question"])}
                 for p in mine
             ]
         out[f"fixture-{language}"] = {"rows": rows}
@@ -233,17 +235,32 @@ def main() -> None:
         if e["cut"] and json.loads(e["cut"]).get("across") is not None
     )
     result["across_median"] = statistics.median(acrosses) if acrosses else None
+    # The margin: the fixture's questions (asked across scripts, each answered by its note)
+    # are never closer to a general question than to the notes by more than it.
+    result["margin"] = round(
+        max(
+            r["nearest"] - r["general"]
+            for e in result["fixture"].values()
+            for r in e["rows"]
+            if r["nearest"] is not None
+        ),
+        4,
+    )
     text = markdown(result)
-    text += f"\nCuts across scripts of the shared sets' stores: {acrosses}.\n"
+    text += (
+        f"\nCuts across scripts of the shared sets' stores: {acrosses}; margin fit on the "
+        f"fixture: {result['margin']}.\n"
+    )
     print(text)
     save(args.name, result, text)
     if args.ship and acrosses:
         from ragbrain.evaluation.report import write_json
         from ragbrain.refusal import offtopic
 
-        level, _ = offtopic.across_setting() or (0.98, {})
+        level = (offtopic.across_setting() or (0.98, {}, None))[0]
         record = {
             "level": level,
+            "margin": result["margin"],
             "shipped": {model_name_of(embeddings): round(statistics.median(acrosses), 4)},
             "by": "python -m benchmarks.crosslang --ship",
         }

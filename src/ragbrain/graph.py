@@ -17,7 +17,7 @@ from ragbrain.nodes.depth import choose_depth
 from ragbrain.nodes.fallback import make_fallback_search
 from ragbrain.nodes.quality import GateSetting, make_assess_quality, route_after_gate
 from ragbrain.nodes.search import make_vector_search
-from ragbrain.refusal.offtopic import OffTopicCut, store_cut
+from ragbrain.refusal.offtopic import OffTopicCut, general_distance, store_cut
 from ragbrain.state import RetrievalInput, RetrievalOutput, RetrievalState
 
 if TYPE_CHECKING:
@@ -86,7 +86,12 @@ def build_graph(
     rule = rule_for(bound) if handover == "shipped" and bound is not None else None
     if isinstance(handover, HandOverRule):
         rule = handover
-    builder.add_node("critic_filter", make_critic_filter(bound, critic_off_reason, cut, rule))
+    general = None
+    if cut is not None and cut.across is not None and cut.margin is not None:
+        general = general_distance(store)
+    builder.add_node(
+        "critic_filter", make_critic_filter(bound, critic_off_reason, cut, rule, general)
+    )
     builder.add_edge(START, "choose_depth")
     builder.add_edge("choose_depth", "vector_search")
     builder.add_edge("vector_search", "assess_quality")

@@ -455,3 +455,36 @@ def test_a_small_one_script_store_of_a_multilingual_model_gets_the_shipped_cut_a
     assert "too few to calibrate" in got.source
     limit, across = offtopic.limit_for("Why did the backup fail?", got)
     assert across and limit == setting[1][E5]
+
+
+def test_a_question_across_scripts_closer_to_a_general_question_than_to_the_notes_is_refused() -> (
+    None
+):
+    thai = OffTopicCut(0.2, 0.16, "test cut", E5, {"thai": 1.0}, across=0.3, margin=0.05)
+    # Past the store-wide cut, within the cut across scripts: the margin decides.
+    reason = refusal_reason("How do I bake bread?", 0.25, thai, general=0.15)
+    assert reason is not None and "closer to a general question (0.150)" in reason
+    assert refusal_reason("Who directed Bad Boys II?", 0.25, thai, general=0.22) is None
+    # Not measured, within the store-wide cut, or a question in the notes' script: no say.
+    assert refusal_reason("How do I bake bread?", 0.25, thai) is None
+    assert refusal_reason("How do I bake bread?", 0.18, thai, general=0.05) is None
+    assert refusal_reason("ทำขนมปังอย่างไร", 0.18, thai, general=0.05) is None
+    assert OffTopicCut.from_json(thai.to_json()) == thai
+
+
+def test_the_graph_measures_the_general_distance_only_across_scripts(tmp_path: Path) -> None:
+    embeddings = NamedBagOfWords(E5)
+    thai = [f"บันทึก การสำรองข้อมูล ฐานข้อมูล หมายเลข {i}" for i in range(30)]
+    store = store_of(tmp_path, thai, embeddings)
+    got = offtopic.store_cut(store)
+    setting = offtopic.across_setting()
+    assert got is not None and setting is not None
+    assert got.across is not None and got.margin == setting[2]
+    distance = offtopic.general_distance(store)
+    # A question of the bank itself is at distance 0 from it.
+    assert distance(offtopic.bank()[0]) == pytest.approx(0.0, abs=1e-5)
+    graph = build_graph(store, OverlapCritic())
+    run = graph.invoke(
+        {"query": offtopic.bank()[0], "type_filter": None}, context=RetrievalContext()
+    )
+    assert run["answerable"] is False

@@ -15,7 +15,7 @@ rank, and the trace names the part each chunk was kept for (``part``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
@@ -180,7 +180,10 @@ def evidence_abstention(
 
 
 def offtopic_refusal(
-    state: RetrievalState, level: str, cut: OffTopicCut | None
+    state: RetrievalState,
+    level: str,
+    cut: OffTopicCut | None,
+    general: Callable[[str], float] | None = None,
 ) -> tuple[bool, str | None, str]:
     """Whether the question is off-topic for the store (``ragbrain.refusal.offtopic``).
 
@@ -188,6 +191,9 @@ def offtopic_refusal(
         state: The run so far (the query, its nearest distance, the hits).
         level: ``RetrievalContext.abstain`` ("off", "on" or "strict").
         cut: The store's off-topic cut; None for a model without one.
+        general: A question's distance to the nearest general question of the bank
+            (``ragbrain.refusal.offtopic.general_distance``), measured for a question asked
+            across scripts only; None: not measured.
 
     Returns:
         ``(answerable, reason, note)``: the note says what the check saw when it answered.
@@ -201,10 +207,17 @@ def offtopic_refusal(
     if nearest is None:
         nearest = min(distances, default=None)
     support = state.get("lexical_support")
-    why = refusal_reason(state["query"], nearest, cut, strict=level == "strict", support=support)
+    strict = level == "strict"
+    limit, across = limit_for(state["query"], cut, strict=strict)
+    near = cut.strict if strict else cut.distance
+    measured = None
+    if across and general is not None and cut.margin is not None and nearest is not None:
+        measured = general(state["query"]) if near < nearest <= limit else None
+    why = refusal_reason(
+        state["query"], nearest, cut, strict=strict, support=support, general=measured
+    )
     if why is not None:
         return False, why, ""
-    limit, _ = limit_for(state["query"], cut, strict=level == "strict")
     shown = "none" if nearest is None else f"{nearest:.3f}"
     if nearest is not None and nearest > limit and support is not None:
         return (
@@ -224,6 +237,7 @@ def refusal(
     critic: Critic | None,
     scores: Sequence[float] | None,
     offtopic: OffTopicCut | None,
+    general: Callable[[str], float] | None = None,
 ) -> tuple[bool, str | None, list[str]]:
     """``RetrievalContext.abstain``: is the question off-topic for the store (both levels),
     and, at the strict level, do the critic's, the distance's and BM25's evidence agree that
@@ -232,7 +246,7 @@ def refusal(
     Returns:
         ``(answerable, reason, notes)``: the notes say what each check saw when it answered.
     """
-    answerable, reason, note = offtopic_refusal(state, context.abstain, offtopic)
+    answerable, reason, note = offtopic_refusal(state, context.abstain, offtopic, general)
     said = [note] if note else []
     if not answerable or context.abstain != "strict":
         return answerable, reason, said
@@ -249,10 +263,13 @@ def make_critic_filter(
     off_reason: str = "no critic configured",
     offtopic: OffTopicCut | None = None,
     handover: HandOverRule | None = None,
+    general: Callable[[str], float] | None = None,
 ) -> Node:
     """Bind a critic (or None: keep every hit, saying ``off_reason``), the store's off-topic
     cut (``ragbrain.refusal.offtopic``; None: no refusal by topic) and the hand-over rule
-    (``ragbrain.critic.handover``; None: hand over every kept chunk) into ``critic_filter``."""
+    (``ragbrain.critic.handover``; None: hand over every kept chunk) into ``critic_filter``;
+    ``general``: a question's distance to the bank's general questions, for the cut across
+    scripts (``ragbrain.refusal.offtopic.general_distance``)."""
 
     def critic_filter(state: RetrievalState, runtime: Runtime[RetrievalContext]) -> dict[str, Any]:
         hits, context = state["hits"], context_of(runtime)
@@ -301,7 +318,7 @@ def make_critic_filter(
                 for_parts = sum(answers[i] is not None for i in chosen)
                 note += f"; judged against each part as well: {for_parts} kept for a part"
         if answerable and hits:
-            answerable, reason, said = refusal(state, context, critic, judged, offtopic)
+            answerable, reason, said = refusal(state, context, critic, judged, offtopic, general)
             note += "".join(f"; {line}" for line in said)
         if not answerable:
             documents = []

@@ -27,7 +27,7 @@ import logging
 import math
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
@@ -89,22 +89,27 @@ ACROSS_FILE = Path(__file__).with_name("across.json")
 
 
 @cache
-def across_setting() -> tuple[float, dict[str, float]] | None:
-    """The cut across scripts' quantile and shipped cuts (``ACROSS_FILE``); None (logged)
-    when the file is missing or malformed: every question then gets the store-wide cut."""
+def across_setting() -> tuple[float, dict[str, float], float | None] | None:
+    """The cut across scripts' quantile, its shipped cuts per model and the margin by which a
+    question closer to a general question than to the notes is off-topic (``ACROSS_FILE``);
+    None (logged) when the file is missing or malformed: every question then gets the
+    store-wide cut."""
     try:
         raw = json.loads(ACROSS_FILE.read_text(encoding="utf-8"))
         level = float(raw["level"])
         shipped = {str(k): float(v) for k, v in dict(raw.get("shipped", {})).items()}
+        margin = None if raw.get("margin") is None else float(raw["margin"])
         if not 0.0 <= level <= 1.0 or not all(0.0 < v <= 2.0 for v in shipped.values()):
             raise ValueError("a quantile or cut out of range")
+        if margin is not None and not -1.0 <= margin <= 1.0:
+            raise ValueError("the margin is out of range")
     except FileNotFoundError:
         log.warning("%s is missing: no off-topic cut across scripts", ACROSS_FILE)
         return None
     except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError) as exc:
         log.warning("%s is unreadable (%s): no off-topic cut across scripts", ACROSS_FILE, exc)
         return None
-    return level, shipped
+    return level, shipped, margin
 
 
 @dataclass(frozen=True)
@@ -125,6 +130,9 @@ class OffTopicCut:
     #: such scripts: a question finds a note in another language only from farther away).
     #: None: the store-wide cut applies to every question.
     across: float | None = None
+    #: With ``across``: a question in another script, past ``distance``, that comes closer to
+    #: one of the bank's general questions than to the notes by more than this is off-topic.
+    margin: float | None = None
 
     def to_json(self) -> str:
         """The cut as the JSON string the store's metadata keeps."""
@@ -144,6 +152,7 @@ class OffTopicCut:
                 chunks=int(raw.get("chunks", 0)),
                 support=float(raw.get("support", NO_RESCUE)),
                 across=None if raw.get("across") is None else float(raw["across"]),
+                margin=None if raw.get("margin") is None else float(raw["margin"]),
             )
         except (TypeError, ValueError, KeyError):
             return None
@@ -330,6 +339,7 @@ def calibrate(
             chunks=count,
             support=shipped.support,
             across=across_cut if scripts else None,
+            margin=setting[2] if scripts and setting is not None else None,
         )
     questions = bank(english_only=english)
     vectors = query_vectors(store.embeddings, questions)
@@ -376,6 +386,7 @@ def calibrate(
         chunks=count,
         support=rescue(model),
         across=across,
+        margin=setting[2] if across is not None and setting is not None else None,
     )
 
 
@@ -415,6 +426,7 @@ def refusal_reason(
     *,
     strict: bool = False,
     support: float | None = None,
+    general: float | None = None,
 ) -> str | None:
     """Why ``query`` is off-topic for the store ``cut`` was learnt on; None when it is not.
 
@@ -425,6 +437,9 @@ def refusal_reason(
         strict: Use the strict level's cut.
         support: The question's ``lexical_support`` (None: no lexical search ran); at
             ``cut.support`` or more, a far question is still on topic.
+        general: Its cosine distance to the nearest of the bank's general questions (None:
+            not measured); a question across scripts that comes closer to one of them than
+            to the notes, by more than ``cut.margin``, is off-topic.
     """
     if best_distance is None:
         return "the search found no chunk to judge"
@@ -440,8 +455,10 @@ def refusal_reason(
             "multilingual store (ragbrain ingest --embedding e5-small) would"
         )
     limit, across = limit_for(query, cut, strict=strict)
-    if best_distance <= limit or (support is not None and support >= cut.support):
+    if support is not None and support >= cut.support:
         return None
+    if best_distance <= limit:
+        return _closer_to_general(script, best_distance, cut, strict, general) if across else None
     level = "strict cut" if strict else "off-topic cut"
     if across:
         level += f" for a question in {script} script"
@@ -449,6 +466,24 @@ def refusal_reason(
     return (
         f"off-topic: the best distance ({best_distance:.3f}) is above this store's "
         f"{level} ({limit:.3f}, {cut.source}){shown}"
+    )
+
+
+def _closer_to_general(
+    script: str, best_distance: float, cut: OffTopicCut, strict: bool, general: float | None
+) -> str | None:
+    """Why a question across scripts within the cut across scripts is still off-topic: past
+    the store-wide cut, it comes closer to a general question than to the notes by more than
+    ``cut.margin``; None when it does not (or was not measured)."""
+    near = cut.strict if strict else cut.distance
+    if general is None or cut.margin is None or best_distance <= near:
+        return None
+    if best_distance - general <= cut.margin:
+        return None
+    return (
+        f"off-topic: the question (in {script} script) comes closer to a general question "
+        f"({general:.3f}) than to any note ({best_distance:.3f}) by more than "
+        f"{cut.margin:.3f}, past this store's cut ({near:.3f}, {cut.source})"
     )
 
 
@@ -466,6 +501,22 @@ def limit_for(query: str, cut: OffTopicCut, *, strict: bool = False) -> tuple[fl
     if cut.across is None or not crosses(script_of(query), cut):
         return limit, False
     return round(max(cut.across, limit), 4), True
+
+
+def general_distance(store: Store) -> Callable[[str], float]:
+    """A question's cosine distance to the nearest of the bank's general questions (their
+    vectors cached per model, the question's from the store's query cache)."""
+    import numpy as np
+
+    vectors = np.asarray(query_vectors(store.embeddings, bank()), dtype=np.float32)
+    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+
+    def distance(query: str) -> float:
+        asked = np.asarray(store.embed_query(query), dtype=np.float32)
+        asked /= max(float(np.linalg.norm(asked)), 1e-12)
+        return max(0.0, 1.0 - float((vectors @ asked).max()))
+
+    return distance
 
 
 def refresh_cut(store: Store) -> OffTopicCut | None:
