@@ -189,6 +189,11 @@ def own_candidates(
     return out
 
 
+#: Hand-over ratios judged beside the shipped one (``ragbrain.critic.handover``).
+HANDOVER_RATIOS = (0.1, 0.2, 0.3)
+HANDOVER_CONFIDENT = (0.7, 0.8, 0.9)
+
+
 def handed_over(
     data: SetData,
     weight: float,
@@ -339,16 +344,19 @@ def main() -> None:  # noqa: PLR0915 (one run: load, fold, ship, time, save)
         _, strict_cross = strict_rule(test[held], fit_sets, weight, shipped)
         two = {k: scorers[k] for k in list(scorers)[:2]}
         rule = shipped_rules().get("evidence")
-        narrowed = (
-            {}
-            if rule is None
-            else {
-                f"evidence critic + hand-over rule (ratio {rule.ratio:.2f})": (
-                    "evidence critic (ships)",
-                    rule,
-                )
-            }
-        )
+        ratios = sorted({*HANDOVER_RATIOS, *([rule.ratio] if rule is not None else [])})
+        narrowed = {
+            f"evidence critic + hand-over rule (ratio {r:.2f})": (
+                "evidence critic (ships)",
+                HandOverRule(r, "LODO"),
+            )
+            for r in ratios
+        }
+        for confident in HANDOVER_CONFIDENT:
+            narrowed[f"evidence critic + hand-over rule (ratio 0.50, best >= {confident:.2f})"] = (
+                "evidence critic (ships)",
+                HandOverRule(0.5, "LODO", confident),
+            )
         results[held] = {
             "own_candidates": own_candidates(test[held], weight, scorers),
             "handed_over": handed_over(test[held], weight, two, narrowed),

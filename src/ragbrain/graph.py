@@ -83,7 +83,8 @@ def build_graph(
     builder.add_node("vector_search", make_vector_search(store, lexical))
     builder.add_node("assess_quality", make_assess_quality(gate))
     builder.add_node("fallback_search", make_fallback_search(store, lexical))
-    rule = rule_for(bound) if handover == "shipped" and bound is not None else None
+    per_source = cut.per_source if cut is not None and cut.per_source > 0 else None
+    rule = rule_for(bound, per_source) if handover == "shipped" and bound is not None else None
     if isinstance(handover, HandOverRule):
         rule = handover
     general = None

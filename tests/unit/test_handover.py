@@ -53,6 +53,7 @@ def test_ratio_zero_keeps_everything_and_one_keeps_the_best_notes_only() -> None
         ('{"rules": []}', "must hold an object 'rules'"),
         ('{"rules": {"evidence": {"ratio": 1.5}}}', "ratio must be a number"),
         ('{"rules": {"evidence": {"ratio": "0.5"}}}', "ratio must be a number"),
+        ('{"rules": {"evidence": {"ratio": 0.5, "min_per_source": -1}}}', "min_per_source"),
         ('{"rules": {"evidence": {}}}', "ratio must be a number"),
     ],
 )
@@ -106,3 +107,37 @@ def test_the_graph_narrows_what_the_critic_keeps_and_says_so(fake_store: Store) 
     assert len(best_only["documents"]) < len(all_kept["documents"])
     assert any("hand-over: only the best note" in n for n in best_only["notes"])
     assert make_critic_filter(critic, handover=None) is not None
+
+
+def test_a_store_of_one_chunk_passages_keeps_the_critics_hand_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "handover.json"
+    path.write_text('{"rules": {"evidence": {"ratio": 0.5, "min_per_source": 1.25}}}')
+    monkeypatch.setattr(handover, "default_rules_path", lambda: path)
+    handover.shipped_rules.cache_clear()
+    try:
+
+        class Evidence:
+            kind = "evidence"
+
+        assert rule_for(Evidence(), per_source=1.0) is None
+        got = rule_for(Evidence(), per_source=3.2)
+        assert got is not None and got.ratio == 0.5 and got.min_per_source == 1.25
+        assert rule_for(Evidence()) is not None  # not measured: the rule applies
+    finally:
+        handover.shipped_rules.cache_clear()
+
+
+def test_the_store_cut_records_chunks_per_note(fake_store: Store) -> None:
+    from ragbrain.refusal.offtopic import calibrate
+
+    cut = calibrate(fake_store)
+    assert cut is None or cut.per_source >= 1.0
+
+
+def test_an_unsure_best_score_keeps_everything_the_critic_kept() -> None:
+    rule = HandOverRule(0.5, "test", confident=0.8)
+    chosen, line = narrow([0, 1, 2], [0.7, 0.2, 0.1], ["a.md", "b.md", "c.md"], rule)
+    assert chosen == [0, 1, 2] and "unsure of the best note" in line
+    assert narrow([0, 1, 2], [0.9, 0.2, 0.1], ["a.md", "b.md", "c.md"], rule)[0] == [0]

@@ -36,10 +36,17 @@ def default_rules_path() -> Path:
 
 @dataclass(frozen=True)
 class HandOverRule:
-    """Keep another note's chunk when its score is at least ``ratio`` times the best."""
+    """Keep another note's chunk when its score is at least ``ratio`` times the best, when
+    the best scores at least ``confident`` (a list whose best the critic is unsure of is
+    handed over as the critic kept it)."""
 
     ratio: float
     source: str  # where the ratio came from, for the trace
+    confident: float = 0.0
+    #: The rule applies on stores whose notes span at least this many chunks on average
+    #: (``OffTopicCut.per_source``): a collection of one-chunk passages, where several may
+    #: answer, keeps the critic's hand-over.
+    min_per_source: float = 0.0
 
 
 def read_rules(path: Path) -> dict[str, HandOverRule]:
@@ -60,15 +67,29 @@ def read_rules(path: Path) -> dict[str, HandOverRule]:
     out: dict[str, HandOverRule] = {}
     by = str(raw.get("fit", {}).get("by", path.name)) if isinstance(raw.get("fit"), dict) else ""
     for kind, entry in rules.items():
-        ratio = entry.get("ratio") if isinstance(entry, dict) else None
-        if (
-            isinstance(ratio, bool)
-            or not isinstance(ratio, int | float)
-            or not math.isfinite(ratio)
-            or not 0.0 <= ratio <= 1.0
-        ):
-            raise CriticLoadError(f"{path}: rules.{kind}.ratio must be a number in [0, 1].")
-        out[str(kind)] = HandOverRule(float(ratio), f"ratio {ratio:.2f}, {by or path.name}")
+        if not isinstance(entry, dict):
+            raise CriticLoadError(f"{path}: rules.{kind} must be an object with a 'ratio'.")
+        values = {
+            name: entry.get(name, default)
+            for name, default in (("ratio", None), ("confident", 0.0), ("min_per_source", 0.0))
+        }
+        checked: list[float] = []
+        for name, value in values.items():
+            top = 100.0 if name == "min_per_source" else 1.0
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not math.isfinite(value)
+                or not 0.0 <= value <= top
+            ):
+                raise CriticLoadError(
+                    f"{path}: rules.{kind}.{name} must be a number in [0, {top:g}]."
+                )
+            checked.append(float(value))
+        ratio, confident, per_source = checked
+        out[str(kind)] = HandOverRule(
+            ratio, f"ratio {ratio:.2f}, {by or path.name}", confident, per_source
+        )
     return out
 
 
@@ -84,10 +105,15 @@ def shipped_rules() -> dict[str, HandOverRule]:
     return read_rules(path) if path.is_file() else {}
 
 
-def rule_for(critic: object) -> HandOverRule | None:
-    """The shipped rule for ``critic``'s kind (its ``kind`` attribute); None without one."""
+def rule_for(critic: object, per_source: float | None = None) -> HandOverRule | None:
+    """The shipped rule for ``critic``'s kind (its ``kind`` attribute) on a store of
+    ``per_source`` chunks a note (None: not known, the rule applies); None without one, or
+    on a store whose notes are shorter than the rule's ``min_per_source``."""
     kind = getattr(critic, "kind", None)
-    return shipped_rules().get(kind) if isinstance(kind, str) else None
+    rule = shipped_rules().get(kind) if isinstance(kind, str) else None
+    if rule is None or (per_source is not None and per_source < rule.min_per_source):
+        return None
+    return rule
 
 
 def narrow(
@@ -106,6 +132,11 @@ def narrow(
     if len(chosen) < 2 or not finite:
         return list(chosen), ""
     best = max(finite, key=lambda i: scores[i])
+    if scores[best] < rule.confident:
+        return list(chosen), (
+            f"hand-over: all kept (the best score, {scores[best]:.3f}, is below "
+            f"{rule.confident:.2f}: the critic is unsure of the best note)"
+        )
     floor = rule.ratio * scores[best]
     kept = [i for i in chosen if sources[i] == sources[best] or scores[i] >= floor]
     order: dict[str, list[int]] = {}

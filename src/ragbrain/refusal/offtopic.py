@@ -133,6 +133,9 @@ class OffTopicCut:
     #: With ``across``: a question in another script, past ``distance``, that comes closer to
     #: one of the bank's general questions than to the notes by more than this is off-topic.
     margin: float | None = None
+    #: Chunks per source (note) among the chunks read to calibrate: a notes folder's notes
+    #: span several chunks, a collection of passages holds one each (0: not measured).
+    per_source: float = 0.0
 
     def to_json(self) -> str:
         """The cut as the JSON string the store's metadata keeps."""
@@ -153,6 +156,7 @@ class OffTopicCut:
                 support=float(raw.get("support", NO_RESCUE)),
                 across=None if raw.get("across") is None else float(raw["across"]),
                 margin=None if raw.get("margin") is None else float(raw["margin"]),
+                per_source=float(raw.get("per_source", 0.0)),
             )
         except (TypeError, ValueError, KeyError):
             return None
@@ -347,10 +351,14 @@ def calibrate(
         "Reading chunks for their scripts",
         lambda: store.collection.get(
             limit=CROSS_SAMPLE,
-            include=["documents", "embeddings"] if not english else ["documents"],
+            include=["documents", "metadatas", "embeddings"]
+            if not english
+            else ["documents", "metadatas"],
         ),
     )
     texts = [t or "" for t in sample["documents"] or []]
+    sources = [str((m or {}).get("source", "")) for m in sample["metadatas"] or []]
+    per_source = round(len(sources) / max(len(set(sources)), 1), 3) if sources else 0.0
     scripts = script_shares(t for t in texts if t)
     written_in = [s for s, share in scripts.items() if share >= RARE_SCRIPT and s != "none"]
     source = f"calibrated on {len(questions)} general questions over {count} chunks"
@@ -387,6 +395,7 @@ def calibrate(
         support=rescue(model),
         across=across,
         margin=setting[2] if across is not None and setting is not None else None,
+        per_source=per_source,
     )
 
 
