@@ -488,3 +488,49 @@ def test_the_graph_measures_the_general_distance_only_across_scripts(tmp_path: P
         {"query": offtopic.bank()[0], "type_filter": None}, context=RetrievalContext()
     )
     assert run["answerable"] is False
+
+
+def test_prose_share_counts_english_function_words() -> None:
+    assert offtopic.prose_share(["The backup of the database failed in the night."]) > 0.3
+    assert offtopic.prose_share(["backup database failed night disk full"]) == 0.0
+    assert offtopic.prose_share(["บันทึก การสำรองข้อมูล"]) == 0.0
+
+
+def test_a_store_of_prose_takes_the_prose_quantile_and_stripped_text_the_shipped_one(
+    tmp_path: Path,
+) -> None:
+    setting = offtopic.prose_setting()
+    assert setting is not None and MINILM in setting[1]
+    embeddings = NamedBagOfWords(MINILM)
+    prose = [
+        f"The {w} of the note is in the folder and it is {i}" for i, w in enumerate(NOTE_WORDS * 3)
+    ]
+    got = offtopic.calibrate(store_of(tmp_path / "a", prose, embeddings))
+    assert got is not None and got.prose >= setting[0]
+    assert got.level == setting[1][MINILM] and "store of prose" in got.source
+    stripped = offtopic.calibrate(store_of(tmp_path / "b", notes(30), embeddings))
+    assert stripped is not None and stripped.prose < setting[0]
+    assert stripped.level == offtopic.levels(MINILM)[0]
+
+
+@pytest.mark.parametrize(
+    "content", [None, "{", '{"min_share": 0.05}', '{"min_share": 2, "levels": {}}']
+)
+def test_a_missing_or_bad_prose_file_means_the_shipped_quantile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: str | None
+) -> None:
+    path = tmp_path / "prose.json"
+    if content is not None:
+        path.write_text(content, encoding="utf-8")
+    monkeypatch.setattr(offtopic, "PROSE_FILE", path)
+    offtopic.prose_setting.cache_clear()
+    try:
+        assert offtopic.prose_setting() is None
+        prose = [
+            f"The {w} of the note is in the folder and it is {i}"
+            for i, w in enumerate(NOTE_WORDS * 3)
+        ]
+        got = offtopic.calibrate(store_of(tmp_path, prose, NamedBagOfWords(MINILM)))
+        assert got is not None and got.level == offtopic.levels(MINILM)[0]
+    finally:
+        offtopic.prose_setting.cache_clear()

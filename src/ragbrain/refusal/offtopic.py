@@ -25,6 +25,7 @@ import io
 import json
 import logging
 import math
+import re
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -88,6 +89,76 @@ MIN_ACROSS = 20
 ACROSS_FILE = Path(__file__).with_name("across.json")
 
 
+#: Stores whose chunks read as prose (``prose_share``) use the quantile fit on notes folders
+#: (``python -m benchmarks.notes --ship``): ``{"min_share": 0.05, "levels": {model: q}}``.
+#: Without the file, every store uses ``LEVELS``.
+PROSE_FILE = Path(__file__).with_name("prose.json")
+#: English function words: their share of a store's words tells prose from text stripped of
+#: them (NFCorpus's preprocessed abstracts: 0.2%; notes, abstracts and code: 17-29%).
+FUNCTION_WORDS = frozenset(
+    [
+        "the",
+        "a",
+        "an",
+        "of",
+        "to",
+        "in",
+        "and",
+        "or",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "for",
+        "on",
+        "with",
+        "as",
+        "by",
+        "at",
+        "from",
+        "that",
+        "this",
+        "it",
+        "its",
+        "not",
+        "no",
+        "but",
+        "if",
+        "then",
+        "than",
+        "so",
+    ]
+)
+_WORD = re.compile(r"[A-Za-z]+")
+
+
+def prose_share(texts: Iterable[str]) -> float:
+    """The share of English function words among the Latin-script words of ``texts``."""
+    words = [w.lower() for text in texts for w in _WORD.findall(text)]
+    return sum(w in FUNCTION_WORDS for w in words) / len(words) if words else 0.0
+
+
+@cache
+def prose_setting() -> tuple[float, dict[str, float]] | None:
+    """The share above which a store reads as prose, and the quantile per model such stores
+    use (``PROSE_FILE``); None (logged) when the file is missing or malformed."""
+    try:
+        raw = json.loads(PROSE_FILE.read_text(encoding="utf-8"))
+        share = float(raw["min_share"])
+        levels_ = {str(k): float(v) for k, v in dict(raw["levels"]).items()}
+        if not 0.0 <= share <= 1.0 or not all(0.0 <= v <= 1.0 for v in levels_.values()):
+            raise ValueError("a share or quantile out of range")
+    except FileNotFoundError:
+        log.warning("%s is missing: every store uses the shipped quantile", PROSE_FILE)
+        return None
+    except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError) as exc:
+        log.warning("%s is unreadable (%s): every store uses the shipped quantile", PROSE_FILE, exc)
+        return None
+    return share, levels_
+
+
 @cache
 def across_setting() -> tuple[float, dict[str, float], float | None] | None:
     """The cut across scripts' quantile, its shipped cuts per model and the margin by which a
@@ -136,6 +207,10 @@ class OffTopicCut:
     #: Chunks per source (note) among the chunks read to calibrate: a notes folder's notes
     #: span several chunks, a collection of passages holds one each (0: not measured).
     per_source: float = 0.0
+    #: The share of English function words in the chunks read (``prose_share``), and the
+    #: quantile of the bank's distances the cut is (0: not recorded).
+    prose: float = 0.0
+    level: float = 0.0
 
     def to_json(self) -> str:
         """The cut as the JSON string the store's metadata keeps."""
@@ -157,6 +232,8 @@ class OffTopicCut:
                 across=None if raw.get("across") is None else float(raw["across"]),
                 margin=None if raw.get("margin") is None else float(raw["margin"]),
                 per_source=float(raw.get("per_source", 0.0)),
+                prose=float(raw.get("prose", 0.0)),
+                level=float(raw.get("level", 0.0)),
             )
         except (TypeError, ValueError, KeyError):
             return None
@@ -316,6 +393,7 @@ def calibrate(
     from ragbrain.models.embeddings import model_name_of
 
     model = model_name_of(store.embeddings)
+    explicit = level
     level = levels(model)[0] if level is None else level
     strict_scale = levels(model)[1] if strict_scale is None else strict_scale
     count = store.count()
@@ -357,11 +435,28 @@ def calibrate(
         ),
     )
     texts = [t or "" for t in sample["documents"] or []]
-    sources = [str((m or {}).get("source", "")) for m in sample["metadatas"] or []]
+    prose = round(prose_share(texts[:SCRIPT_SAMPLE]), 4)
+    prose_levels = prose_setting()
+    if (
+        explicit is None
+        and prose_levels is not None
+        and model in prose_levels[1]
+        and prose >= prose_levels[0]
+    ):
+        level = prose_levels[1][model]
+        prosed = True
+    else:
+        prosed = False
+    sources = [
+        str((m or {}).get("source") or id_)
+        for id_, m in zip(sample["ids"], sample["metadatas"] or [], strict=False)
+    ]
     per_source = round(len(sources) / max(len(set(sources)), 1), 3) if sources else 0.0
     scripts = script_shares(t for t in texts if t)
     written_in = [s for s, share in scripts.items() if share >= RARE_SCRIPT and s != "none"]
     source = f"calibrated on {len(questions)} general questions over {count} chunks"
+    if prosed:
+        source += f", the {level} quantile of a store of prose"
     if not english and len(written_in) > 1:
         # A multilingual store answers across scripts, and a question finds a note in another
         # script only from farther away: the cut is how close general questions come to the
@@ -396,6 +491,8 @@ def calibrate(
         across=across,
         margin=setting[2] if across is not None and setting is not None else None,
         per_source=per_source,
+        prose=prose,
+        level=level,
     )
 
 
