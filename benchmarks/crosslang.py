@@ -170,6 +170,30 @@ def fixture_stores(embeddings: Any) -> dict[str, Any]:
     return out
 
 
+def slim(result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` with each store's off-topic questions counted, not listed (the file kept in
+    ``results/``)."""
+    out = json.loads(json.dumps(result))
+    for entry in out["sets"].values():
+        for key in ("offtopic", "others"):
+            rows = entry.pop(key, [])
+            same = [r for r in rows if not r["across"]]
+            other = [r for r in rows if r["across"]]
+            entry[key] = {
+                "same_script": _counts(same),
+                "another_script": _counts(other),
+            }
+    return out
+
+
+def _counts(rows: list[dict[str, Any]]) -> dict[str, int]:
+    return {
+        "questions": len(rows),
+        "refused": sum(r["refused"] for r in rows),
+        "store_wide_refuses": sum(r["store_wide_refuses"] for r in rows),
+    }
+
+
 def _rate(rows: list[dict[str, Any]], key: str) -> str:
     return f"{sum(r[key] for r in rows)}/{len(rows)}"
 
@@ -267,7 +291,7 @@ def main() -> None:
         f"fixture: {result['margin']}.\n"
     )
     print(text)
-    save(args.name, result, text)
+    save(args.name, slim(result), text)
     if args.ship and acrosses:
         from ragbrain.evaluation.report import write_json
         from ragbrain.refusal import offtopic
