@@ -123,6 +123,7 @@ class Measured:
         self.support: dict[str, dict[str, float]] = {}
         self.missing_support: dict[str, dict[str, float]] = {}
         self.scripts: dict[str, dict[str, float]] = {}
+        self.prose: dict[str, float] = {}
         self.decision_ms: dict[str, float] = {}
         for name in names:
             root = args.data_root
@@ -153,6 +154,7 @@ class Measured:
                     )
             sample = store.collection.get(limit=offtopic.SCRIPT_SAMPLE, include=["documents"])
             self.scripts[name] = offtopic.script_shares(t for t in sample["documents"] or [] if t)
+            self.prose[name] = offtopic.prose_share(t or "" for t in sample["documents"] or [])
             say(f"{name}: {len(self.keys)} questions measured against {store.count()} chunks")
 
     def bank_cut(self, store: str, level: float) -> float:
@@ -284,9 +286,15 @@ def main() -> None:
         "sets": {},
         "command": {k: str(v) for k, v in vars(args).items()},
     }
+    prose = offtopic.prose_setting()
     for held in measured.names:
         fit_sets = [n for n in measured.names if domain_of(n) != domain_of(held)]
-        entry = measured.held_out(held, measured.fit_setting(fit_sets, held))
+        fitted = measured.fit_setting(fit_sets, held)
+        share = measured.prose[held]
+        if prose is not None and measured.model in prose[1] and share >= prose[0]:
+            # A store of prose takes the quantile fit on the notes folders (none of these).
+            fitted = {**fitted, "level": prose[1][measured.model], "prose": round(share, 4)}
+        entry = measured.held_out(held, fitted)
         report["sets"][held] = entry
         say(
             f"{held}: level {entry['level']} support {entry['support']} cut "

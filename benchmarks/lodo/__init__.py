@@ -59,6 +59,7 @@ from benchmarks.lodo.ship import ship_abstention, ship_layer, ship_threshold
 from ragbrain.lexical.fusion import DENSE_SHARE
 
 if TYPE_CHECKING:
+    from ragbrain.critic.handover import HandOverRule
     from ragbrain.critic.model import TransformerCritic
     from ragbrain.evaluation.lodo import Fold
     from ragbrain.evaluation.missing import MissingAnswer
@@ -140,14 +141,24 @@ def kept(docs: Sequence[str], scores: Sequence[float], threshold: float) -> list
 
 
 def graph_hand_over(
-    docs: Sequence[str], scores: Sequence[float], threshold: float, depth: int
+    docs: Sequence[str],
+    scores: Sequence[float],
+    threshold: float,
+    depth: int,
+    rule: HandOverRule | None = None,
 ) -> list[str]:
     """What ``critic_filter`` hands over (``ragbrain.nodes.critic.handed_over``): the kept ones
     up to the depth, and past it those scored above the cut; the best-scored one alone when
-    the critic kept none."""
+    the critic kept none; with ``rule``, narrowed by it (``ragbrain.critic.handover``; each
+    document its own note)."""
+    from ragbrain.critic.base import keep_mask
+    from ragbrain.critic.handover import narrow
     from ragbrain.nodes.critic import handed_over
 
-    return [docs[i] for i in handed_over(scores, threshold, depth, None)]
+    chosen = handed_over(scores, threshold, depth, None)
+    if rule is not None and any(keep_mask(scores, threshold)):
+        chosen, _ = narrow(chosen, scores, docs, rule)
+    return [docs[i] for i in chosen]
 
 
 def judge_set(

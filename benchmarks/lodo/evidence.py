@@ -56,6 +56,7 @@ from benchmarks.lodo.fit import (
     shipped_scorer,
 )
 from ragbrain.critic.evidence import COLUMNS, evidence_columns, probabilities, supports
+from ragbrain.critic.handover import HandOverRule, shipped_rules
 from ragbrain.lexical.fusion import DENSE_SHARE
 from ragbrain.refusal.abstain import fit_thresholds
 
@@ -188,9 +189,19 @@ def own_candidates(
     return out
 
 
+#: Hand-over ratios judged beside the shipped one (``ragbrain.critic.handover``).
+HANDOVER_RATIOS = (0.1, 0.2, 0.3)
+HANDOVER_CONFIDENT = (0.7, 0.8, 0.9)
+
+
 def handed_over(
-    data: SetData, weight: float, scorers: dict[str, tuple[Scorer, float]]
+    data: SetData,
+    weight: float,
+    scorers: dict[str, tuple[Scorer, float]],
+    narrowed: dict[str, tuple[str, HandOverRule]] | None = None,
 ) -> dict[str, Any]:
+    """What the graph hands over with each scorer; ``narrowed``: a name for a scorer's lists
+    narrowed by a hand-over rule (``ragbrain.critic.handover``), and the scorer and rule."""
     from benchmarks.lodo.fit import dense_top
 
     off = "critic off (adaptive depth)"
@@ -203,8 +214,13 @@ def handed_over(
         returned[hybrid][r.id] = docs
         returned[off][r.id] = docs[: r.depth]
         for name, (scorer, threshold) in scorers.items():
-            chosen = graph_hand_over(docs, scorer(data, r, docs), threshold, r.depth)
+            scores = scorer(data, r, docs)
+            chosen = graph_hand_over(docs, scores, threshold, r.depth)
             returned.setdefault(name, {})[r.id] = chosen
+            for label, (base, rule) in (narrowed or {}).items():
+                if base == name:
+                    narrow_ = graph_hand_over(docs, scores, threshold, r.depth, rule)
+                    returned.setdefault(label, {})[r.id] = narrow_
     return {name: summary(lists_, data.records) for name, lists_ in returned.items()}
 
 
@@ -327,9 +343,23 @@ def main() -> None:  # noqa: PLR0915 (one run: load, fold, ship, time, save)
         abstain_fit, strict = strict_rule(test[held], fit_sets, weight, evidence)
         _, strict_cross = strict_rule(test[held], fit_sets, weight, shipped)
         two = {k: scorers[k] for k in list(scorers)[:2]}
+        rule = shipped_rules().get("evidence")
+        ratios = sorted({*HANDOVER_RATIOS, *([rule.ratio] if rule is not None else [])})
+        narrowed = {
+            f"evidence critic + hand-over rule (ratio {r:.2f})": (
+                "evidence critic (ships)",
+                HandOverRule(r, "LODO"),
+            )
+            for r in ratios
+        }
+        for confident in HANDOVER_CONFIDENT:
+            narrowed[f"evidence critic + hand-over rule (ratio 0.50, best >= {confident:.2f})"] = (
+                "evidence critic (ships)",
+                HandOverRule(0.5, "LODO", confident),
+            )
         results[held] = {
             "own_candidates": own_candidates(test[held], weight, scorers),
-            "handed_over": handed_over(test[held], weight, two),
+            "handed_over": handed_over(test[held], weight, two, narrowed),
             "strict_evidence_rule": {
                 "evidence critic": strict,
                 "cross-encoder critic": strict_cross,

@@ -10,13 +10,14 @@ from langgraph.graph.state import CompiledStateGraph
 from ragbrain.checks import check_graph_inputs
 from ragbrain.context import RetrievalContext
 from ragbrain.critic.choice import graph_critic
+from ragbrain.critic.handover import HandOverRule, rule_for
 from ragbrain.gates import store_gate
 from ragbrain.nodes.critic import bind_critic, make_critic_filter
 from ragbrain.nodes.depth import choose_depth
 from ragbrain.nodes.fallback import make_fallback_search
 from ragbrain.nodes.quality import GateSetting, make_assess_quality, route_after_gate
 from ragbrain.nodes.search import make_vector_search
-from ragbrain.refusal.offtopic import OffTopicCut, store_cut
+from ragbrain.refusal.offtopic import OffTopicCut, general_distance, store_cut
 from ragbrain.state import RetrievalInput, RetrievalOutput, RetrievalState
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ def build_graph(
     critic_off_reason: str = "no critic configured",
     lexical: LexicalSearcher | None = None,
     offtopic: OffTopicCut | Literal["store"] | None = "store",
+    handover: HandOverRule | Literal["shipped"] | None = "shipped",
 ) -> Graph:
     """Compile the corrective retrieval graph over ``store``.
 
@@ -54,6 +56,9 @@ def build_graph(
         offtopic: The off-topic cut ``critic_filter`` refuses above (``"store"``: the one the
             store learnt at ingest, or learnt now; ``ragbrain.refusal.offtopic``); None
             refuses nothing by topic.
+        handover: The hand-over rule ``critic_filter`` narrows the kept chunks with
+            (``"shipped"``: the one fit for the bound critic's kind, if any;
+            ``ragbrain.critic.handover``); None hands over every kept chunk.
 
     Returns:
         The compiled graph. Invoke it with ``{"query": ..., "type_filter": ...}`` and
@@ -78,7 +83,16 @@ def build_graph(
     builder.add_node("vector_search", make_vector_search(store, lexical))
     builder.add_node("assess_quality", make_assess_quality(gate))
     builder.add_node("fallback_search", make_fallback_search(store, lexical))
-    builder.add_node("critic_filter", make_critic_filter(bound, critic_off_reason, cut))
+    per_source = cut.per_source if cut is not None and cut.per_source > 0 else None
+    rule = rule_for(bound, per_source) if handover == "shipped" and bound is not None else None
+    if isinstance(handover, HandOverRule):
+        rule = handover
+    general = None
+    if cut is not None and cut.across is not None and cut.margin is not None:
+        general = general_distance(store)
+    builder.add_node(
+        "critic_filter", make_critic_filter(bound, critic_off_reason, cut, rule, general)
+    )
     builder.add_edge(START, "choose_depth")
     builder.add_edge("choose_depth", "vector_search")
     builder.add_edge("vector_search", "assess_quality")

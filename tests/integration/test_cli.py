@@ -313,7 +313,8 @@ def test_a_query_on_an_english_store_loads_no_deep_learning_framework(
     import subprocess
     import sys
 
-    args = ["query", "how do I find a slow query", "--store", str(sample_store_path), "--json"]
+    question = "why did the liveness probe restart every api pod"
+    args = ["query", question, "--store", str(sample_store_path), "--json"]
     done = subprocess.run(
         [sys.executable, "-c", COLD_QUERY, *args], capture_output=True, text=True, check=False
     )

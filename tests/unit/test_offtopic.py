@@ -384,3 +384,155 @@ def test_a_one_word_or_identifier_question_the_notes_hold_is_answered(
     assert "on topic: nearest distance" in out["notes"][-1]
     unknown = retriever.run("zanzibar")  # a word no note holds, far from every note
     assert unknown["answerable"] is False and "off-topic" in str(unknown["abstain_reason"])
+
+
+def test_a_question_in_a_script_the_notes_do_not_use_gets_the_cut_across_scripts() -> None:
+    """On a multilingual model's store of Thai notes, an English question finds its note only
+    from farther away: it is judged against the cut learnt from the bank's questions in other
+    scripts, a Thai question against the store-wide one."""
+    thai = OffTopicCut(0.2, 0.16, "test cut", E5, {"thai": 1.0}, across=0.3)
+    assert refusal_reason("Who directed Bad Boys II?", 0.25, thai) is None
+    reason = refusal_reason("Who directed Bad Boys II?", 0.35, thai)
+    assert reason is not None and "for a question in latin script" in reason and "0.300" in reason
+    assert refusal_reason("แบดบอยส์ คู่หูขวางนรก 2 กำกับโดยใคร", 0.25, thai) is not None
+    # Across scripts the distance cannot tell a missing answer: the strict level keeps the cut.
+    assert offtopic.limit_for("Who directed it?", thai, strict=True) == (0.3, True)
+    assert offtopic.limit_for("ใครกำกับ", thai, strict=True) == (0.16, False)
+    # A record without the field (an older store) keeps the store-wide cut for every script.
+    old = OffTopicCut.from_json(
+        json.dumps({k: v for k, v in json.loads(thai.to_json()).items() if k != "across"})
+    )
+    assert old is not None and old.across is None
+    assert refusal_reason("Who directed Bad Boys II?", 0.25, old) is not None
+    assert OffTopicCut.from_json(thai.to_json()) == thai
+
+
+def test_a_one_script_store_of_a_multilingual_model_learns_a_cut_across_scripts(
+    tmp_path: Path,
+) -> None:
+    embeddings = BagOfWordsEmbeddings()  # reads every script, as multilingual-e5-small does
+    store = store_of(tmp_path, notes(40), embeddings)
+    got = offtopic.calibrate(store)
+    assert got is not None and got.across is not None and got.across >= got.distance
+    questions = offtopic.bank()
+    bank = np.array([embeddings.embed_query(q) for q in questions])
+    vectors = np.array(embeddings.embed_documents(notes(40)))
+    nearest = 1.0 - (bank @ vectors.T).max(axis=1)
+    foreign = [d for q, d in zip(questions, nearest, strict=True) if script_of(q) != "latin"]
+    setting = offtopic.across_setting()
+    assert setting is not None
+    assert got.across == pytest.approx(
+        max(float(np.quantile(foreign, setting[0])), got.distance), abs=1e-3
+    )
+    # An English-only model never gets one: other scripts are refused by script.
+    english = offtopic.calibrate(store_of(tmp_path / "en", notes(40), NamedBagOfWords(MINILM)))
+    assert english is not None and english.across is None
+
+
+@pytest.mark.parametrize("content", [None, "{", '{"level": 3}', '{"shipped": {}}'])
+def test_a_missing_or_bad_across_file_means_the_store_wide_cut_for_every_script(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: str | None
+) -> None:
+    path = tmp_path / "across.json"
+    if content is not None:
+        path.write_text(content, encoding="utf-8")
+    monkeypatch.setattr(offtopic, "ACROSS_FILE", path)
+    offtopic.across_setting.cache_clear()
+    try:
+        assert offtopic.across_setting() is None
+        got = offtopic.calibrate(store_of(tmp_path, notes(40), BagOfWordsEmbeddings()))
+        assert got is not None and got.across is None
+    finally:
+        offtopic.across_setting.cache_clear()
+
+
+def test_a_small_one_script_store_of_a_multilingual_model_gets_the_shipped_cut_across(
+    tmp_path: Path,
+) -> None:
+    setting = offtopic.across_setting()
+    assert setting is not None and E5 in setting[1]
+    thai = [f"บันทึก การสำรองข้อมูล หมายเลข {i}" for i in range(5)]
+    got = offtopic.calibrate(store_of(tmp_path, thai, NamedBagOfWords(E5)))
+    assert got is not None and got.across == setting[1][E5] and got.scripts == {"thai": 1.0}
+    assert "too few to calibrate" in got.source
+    limit, across = offtopic.limit_for("Why did the backup fail?", got)
+    assert across and limit == setting[1][E5]
+
+
+def test_a_question_across_scripts_closer_to_a_general_question_than_to_the_notes_is_refused() -> (
+    None
+):
+    thai = OffTopicCut(0.2, 0.16, "test cut", E5, {"thai": 1.0}, across=0.3, margin=0.05)
+    # Past the store-wide cut, within the cut across scripts: the margin decides.
+    reason = refusal_reason("How do I bake bread?", 0.25, thai, general=0.15)
+    assert reason is not None and "closer to a general question (0.150)" in reason
+    assert refusal_reason("Who directed Bad Boys II?", 0.25, thai, general=0.22) is None
+    # Not measured, within the store-wide cut, or a question in the notes' script: no say.
+    assert refusal_reason("How do I bake bread?", 0.25, thai) is None
+    assert refusal_reason("How do I bake bread?", 0.18, thai, general=0.05) is None
+    assert refusal_reason("ทำขนมปังอย่างไร", 0.18, thai, general=0.05) is None
+    assert OffTopicCut.from_json(thai.to_json()) == thai
+
+
+def test_the_graph_measures_the_general_distance_only_across_scripts(tmp_path: Path) -> None:
+    embeddings = NamedBagOfWords(E5)
+    thai = [f"บันทึก การสำรองข้อมูล ฐานข้อมูล หมายเลข {i}" for i in range(30)]
+    store = store_of(tmp_path, thai, embeddings)
+    got = offtopic.store_cut(store)
+    setting = offtopic.across_setting()
+    assert got is not None and setting is not None
+    assert got.across is not None and got.margin == setting[2]
+    distance = offtopic.general_distance(store)
+    # A question of the bank itself is at distance 0 from it.
+    assert distance(offtopic.bank()[0]) == pytest.approx(0.0, abs=1e-5)
+    graph = build_graph(store, OverlapCritic())
+    run = graph.invoke(
+        {"query": offtopic.bank()[0], "type_filter": None}, context=RetrievalContext()
+    )
+    assert run["answerable"] is False
+
+
+def test_prose_share_counts_english_function_words() -> None:
+    assert offtopic.prose_share(["The backup of the database failed in the night."]) > 0.3
+    assert offtopic.prose_share(["backup database failed night disk full"]) == 0.0
+    assert offtopic.prose_share(["บันทึก การสำรองข้อมูล"]) == 0.0
+
+
+def test_a_store_of_prose_takes_the_prose_quantile_and_stripped_text_the_shipped_one(
+    tmp_path: Path,
+) -> None:
+    setting = offtopic.prose_setting()
+    assert setting is not None and MINILM in setting[1]
+    embeddings = NamedBagOfWords(MINILM)
+    prose = [
+        f"The {w} of the note is in the folder and it is {i}" for i, w in enumerate(NOTE_WORDS * 3)
+    ]
+    got = offtopic.calibrate(store_of(tmp_path / "a", prose, embeddings))
+    assert got is not None and got.prose >= setting[0]
+    assert got.level == setting[1][MINILM] and "store of prose" in got.source
+    stripped = offtopic.calibrate(store_of(tmp_path / "b", notes(30), embeddings))
+    assert stripped is not None and stripped.prose < setting[0]
+    assert stripped.level == offtopic.levels(MINILM)[0]
+
+
+@pytest.mark.parametrize(
+    "content", [None, "{", '{"min_share": 0.05}', '{"min_share": 2, "levels": {}}']
+)
+def test_a_missing_or_bad_prose_file_means_the_shipped_quantile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: str | None
+) -> None:
+    path = tmp_path / "prose.json"
+    if content is not None:
+        path.write_text(content, encoding="utf-8")
+    monkeypatch.setattr(offtopic, "PROSE_FILE", path)
+    offtopic.prose_setting.cache_clear()
+    try:
+        assert offtopic.prose_setting() is None
+        prose = [
+            f"The {w} of the note is in the folder and it is {i}"
+            for i, w in enumerate(NOTE_WORDS * 3)
+        ]
+        got = offtopic.calibrate(store_of(tmp_path, prose, NamedBagOfWords(MINILM)))
+        assert got is not None and got.level == offtopic.levels(MINILM)[0]
+    finally:
+        offtopic.prose_setting.cache_clear()

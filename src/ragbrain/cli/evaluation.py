@@ -17,7 +17,14 @@ if TYPE_CHECKING:
 @app.command("eval")
 def eval_(
     *,
-    data: Annotated[Path, typer.Option("--data", help="A BEIR-layout data set folder.")],
+    data: Annotated[
+        Path,
+        typer.Option(
+            "--data",
+            help="A BEIR-layout data set folder, or a notes folder: notes/ and questions.json "
+            "(the notes ingested as `ragbrain ingest` does, cached; its questions asked).",
+        ),
+    ],
     split: Annotated[str, typer.Option(help="The qrels split to evaluate.")] = "test",
     config: Annotated[
         list[str] | None, typer.Option("--config", help="Only these configurations (repeatable).")
@@ -70,7 +77,13 @@ def eval_(
         ),
     ] = None,
 ) -> None:
-    """Evaluate the retriever configurations on a BEIR split: quality, behaviour, latency."""
+    """Evaluate the retriever configurations on a BEIR split: quality, behaviour, latency; or
+    the shipped retriever on a notes folder's questions."""
+    from ragbrain.evaluation.notes import is_notes_domain
+
+    if is_notes_domain(data):
+        _eval_notes(data, embedding, out_dir)
+        return
     from ragbrain.context import RetrievalContext
     from ragbrain.evaluation.evaluate import EvalOptions, eval_critic, evaluate, stage_reporter
     from ragbrain.evaluation.report import markdown_table
@@ -117,6 +130,36 @@ def eval_(
     out.print(markdown_table(payload["summary"]), highlight=False)
     stem = out_dir / f"{payload['dataset']}-{payload['split']}"
     out.print(f"wrote {stem}.json, {stem}.md, {stem}.png", highlight=False)
+
+
+def _eval_notes(data: Path, embedding: str | None, out_dir: Path) -> None:
+    """``ragbrain eval --data NOTES_FOLDER``: the notes domain's questions, per group and split."""
+    from ragbrain.evaluation.evaluate import stage_reporter
+    from ragbrain.evaluation.notes import evaluate_notes, notes_table
+    from ragbrain.evaluation.report import write_atomic, write_json
+    from ragbrain.models.embeddings import EMBEDDING_CHOICES, embeddings_for
+
+    if embedding is not None and embedding not in EMBEDDING_CHOICES:
+        raise fail(
+            InvalidInputError(
+                f"Unknown --embedding {embedding!r}; known: {'|'.join(EMBEDDING_CHOICES)}."
+            )
+        )
+    try:
+        with stage_reporter(err) as reporter:
+            payload = evaluate_notes(data, embeddings_for(embedding), reporter=reporter)
+    except RagbrainError as exc:
+        raise fail(exc) from exc
+    text = "".join(
+        f"\n{split} split ({payload['dataset']}, {payload['model']}, {payload['chunks']} "
+        f"chunks):\n\n{notes_table(payload['summary'], split)}"
+        for split in ("fit", "test")
+    )
+    out.print(text, highlight=False)
+    stem = out_dir / f"{payload['dataset']}-notes"
+    write_json(stem.with_suffix(".json"), payload)
+    write_atomic(stem.with_suffix(".md"), text)
+    out.print(f"wrote {stem}.json, {stem}.md", highlight=False)
 
 
 @app.command()

@@ -14,7 +14,7 @@ rank, and the trace names the part each chunk was kept for (``part``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
@@ -22,12 +22,13 @@ from langgraph.runtime import Runtime
 
 from ragbrain.context import RetrievalContext, context_of
 from ragbrain.critic.base import Critic, keep_mask, threshold_label
+from ragbrain.critic.handover import HandOverRule, narrow
 from ragbrain.critic.model import TransformerCritic
 from ragbrain.nodes import Node
 from ragbrain.nodes.parts import judge_parts, nearest_parts
 from ragbrain.query.compound import split_compound
 from ragbrain.refusal.abstain import AbstainThresholds, Evidence, hand_over, should_abstain
-from ragbrain.refusal.offtopic import OffTopicCut, refusal_reason
+from ragbrain.refusal.offtopic import OffTopicCut, limit_for, refusal_reason
 from ragbrain.state import RETRIEVAL_KEY, RetrievalState
 from ragbrain.store.hits import Hit
 
@@ -180,7 +181,10 @@ def evidence_abstention(
 
 
 def offtopic_refusal(
-    state: RetrievalState, level: str, cut: OffTopicCut | None
+    state: RetrievalState,
+    level: str,
+    cut: OffTopicCut | None,
+    general: Callable[[str], float] | None = None,
 ) -> tuple[bool, str | None, str]:
     """Whether the question is off-topic for the store (``ragbrain.refusal.offtopic``).
 
@@ -188,6 +192,9 @@ def offtopic_refusal(
         state: The run so far (the query, its nearest distance, the hits).
         level: ``RetrievalContext.abstain`` ("off", "on" or "strict").
         cut: The store's off-topic cut; None for a model without one.
+        general: A question's distance to the nearest general question of the bank
+            (``ragbrain.refusal.offtopic.general_distance``), measured for a question asked
+            across scripts only; None: not measured.
 
     Returns:
         ``(answerable, reason, note)``: the note says what the check saw when it answered.
@@ -201,10 +208,17 @@ def offtopic_refusal(
     if nearest is None:
         nearest = min(distances, default=None)
     support = state.get("lexical_support")
-    why = refusal_reason(state["query"], nearest, cut, strict=level == "strict", support=support)
+    strict = level == "strict"
+    limit, across = limit_for(state["query"], cut, strict=strict)
+    near = cut.strict if strict else cut.distance
+    measured = None
+    if across and general is not None and cut.margin is not None and nearest is not None:
+        measured = general(state["query"]) if near < nearest <= limit else None
+    why = refusal_reason(
+        state["query"], nearest, cut, strict=strict, support=support, general=measured
+    )
     if why is not None:
         return False, why, ""
-    limit = cut.strict if level == "strict" else cut.distance
     shown = "none" if nearest is None else f"{nearest:.3f}"
     if nearest is not None and nearest > limit and support is not None:
         return (
@@ -224,6 +238,7 @@ def refusal(
     critic: Critic | None,
     scores: Sequence[float] | None,
     offtopic: OffTopicCut | None,
+    general: Callable[[str], float] | None = None,
 ) -> tuple[bool, str | None, list[str]]:
     """``RetrievalContext.abstain``: is the question off-topic for the store (both levels),
     and, at the strict level, do the critic's, the distance's and BM25's evidence agree that
@@ -232,7 +247,7 @@ def refusal(
     Returns:
         ``(answerable, reason, notes)``: the notes say what each check saw when it answered.
     """
-    answerable, reason, note = offtopic_refusal(state, context.abstain, offtopic)
+    answerable, reason, note = offtopic_refusal(state, context.abstain, offtopic, general)
     said = [note] if note else []
     if not answerable or context.abstain != "strict":
         return answerable, reason, said
@@ -248,9 +263,14 @@ def make_critic_filter(
     critic: Critic | None,
     off_reason: str = "no critic configured",
     offtopic: OffTopicCut | None = None,
+    handover: HandOverRule | None = None,
+    general: Callable[[str], float] | None = None,
 ) -> Node:
-    """Bind a critic (or None: keep every hit, saying ``off_reason``) and the store's off-topic
-    cut (``ragbrain.refusal.offtopic``; None: no refusal by topic) into ``critic_filter``."""
+    """Bind a critic (or None: keep every hit, saying ``off_reason``), the store's off-topic
+    cut (``ragbrain.refusal.offtopic``; None: no refusal by topic) and the hand-over rule
+    (``ragbrain.critic.handover``; None: hand over every kept chunk) into ``critic_filter``;
+    ``general``: a question's distance to the bank's general questions, for the cut across
+    scripts (``ragbrain.refusal.offtopic.general_distance``)."""
 
     def critic_filter(state: RetrievalState, runtime: Runtime[RetrievalContext]) -> dict[str, Any]:
         hits, context = state["hits"], context_of(runtime)
@@ -282,6 +302,10 @@ def make_critic_filter(
                 scores, answers, bests = judge_parts(critic, parts, hits, scores)
             status = f"on ({threshold_label(critic, threshold)})"
             chosen = handed_over(scores, threshold, state["depth"], bests if parts else None)
+            narrowed = ""
+            if handover is not None and not parts and any(keep_mask(scores, threshold)):
+                sources = [str(hit["metadata"].get("source", hit["id"])) for hit in hits]
+                chosen, narrowed = narrow(chosen, scores, sources, handover)
             documents = [_document(hits[i], scores[i], state, status, answers[i]) for i in chosen]
             answerable, reason = abstention(hits, scores, len(documents), threshold)
             judged = list(scores)
@@ -289,11 +313,13 @@ def make_critic_filter(
             note = _kept_note(status, len(hits), handed, threshold)
             if len(documents) > state["depth"]:
                 note += f" (more than the depth, {state['depth']}: the critic kept them)"
+            if narrowed:
+                note += f"; {narrowed}"
             if parts:
                 for_parts = sum(answers[i] is not None for i in chosen)
                 note += f"; judged against each part as well: {for_parts} kept for a part"
         if answerable and hits:
-            answerable, reason, said = refusal(state, context, critic, judged, offtopic)
+            answerable, reason, said = refusal(state, context, critic, judged, offtopic, general)
             note += "".join(f"; {line}" for line in said)
         if not answerable:
             documents = []

@@ -25,9 +25,10 @@ import io
 import json
 import logging
 import math
+import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
@@ -64,6 +65,106 @@ SCRIPT_SAMPLE = 400
 #: Chunks read (with their vectors) to measure a multilingual store across scripts; a larger
 #: store is measured on this sample (its nearest chunks a little farther: a looser cut).
 CROSS_SAMPLE = 5000
+#: Fewer bank questions than this in scripts the notes do not use: no cut across scripts.
+MIN_ACROSS = 20
+#: The cut across scripts: its quantile of the bank's questions in other scripts, and the cut
+#: shipped per model for stores too small to calibrate (``python -m benchmarks.crosslang
+#: --ship``; docs/refusal.md). Without the file, no cut across scripts.
+ACROSS_FILE = Path(__file__).with_name("across.json")
+
+
+#: Stores whose chunks read as prose (``prose_share``) use the quantile fit on notes folders
+#: (``python -m benchmarks.notes --ship``): ``{"min_share": 0.05, "levels": {model: q}}``.
+#: Without the file, every store uses ``LEVELS``.
+PROSE_FILE = Path(__file__).with_name("prose.json")
+#: English function words: their share of a store's words tells prose from text stripped of
+#: them (NFCorpus's preprocessed abstracts: 0.2%; notes, abstracts and code: 17-29%).
+FUNCTION_WORDS = frozenset(
+    [
+        "the",
+        "a",
+        "an",
+        "of",
+        "to",
+        "in",
+        "and",
+        "or",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "for",
+        "on",
+        "with",
+        "as",
+        "by",
+        "at",
+        "from",
+        "that",
+        "this",
+        "it",
+        "its",
+        "not",
+        "no",
+        "but",
+        "if",
+        "then",
+        "than",
+        "so",
+    ]
+)
+_WORD = re.compile(r"[A-Za-z]+")
+
+
+def prose_share(texts: Iterable[str]) -> float:
+    """The share of English function words among the Latin-script words of ``texts``."""
+    words = [w.lower() for text in texts for w in _WORD.findall(text)]
+    return sum(w in FUNCTION_WORDS for w in words) / len(words) if words else 0.0
+
+
+@cache
+def prose_setting() -> tuple[float, dict[str, float]] | None:
+    """The share above which a store reads as prose, and the quantile per model such stores
+    use (``PROSE_FILE``); None (logged) when the file is missing or malformed."""
+    try:
+        raw = json.loads(PROSE_FILE.read_text(encoding="utf-8"))
+        share = float(raw["min_share"])
+        levels_ = {str(k): float(v) for k, v in dict(raw["levels"]).items()}
+        if not 0.0 <= share <= 1.0 or not all(0.0 <= v <= 1.0 for v in levels_.values()):
+            raise ValueError("a share or quantile out of range")
+    except FileNotFoundError:
+        log.warning("%s is missing: every store uses the shipped quantile", PROSE_FILE)
+        return None
+    except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError) as exc:
+        log.warning("%s is unreadable (%s): every store uses the shipped quantile", PROSE_FILE, exc)
+        return None
+    return share, levels_
+
+
+@cache
+def across_setting() -> tuple[float, dict[str, float], float | None] | None:
+    """The cut across scripts' quantile, its shipped cuts per model and the margin by which a
+    question closer to a general question than to the notes is off-topic (``ACROSS_FILE``);
+    None (logged) when the file is missing or malformed: every question then gets the
+    store-wide cut."""
+    try:
+        raw = json.loads(ACROSS_FILE.read_text(encoding="utf-8"))
+        level = float(raw["level"])
+        shipped = {str(k): float(v) for k, v in dict(raw.get("shipped", {})).items()}
+        margin = None if raw.get("margin") is None else float(raw["margin"])
+        if not 0.0 <= level <= 1.0 or not all(0.0 < v <= 2.0 for v in shipped.values()):
+            raise ValueError("a quantile or cut out of range")
+        if margin is not None and not -1.0 <= margin <= 1.0:
+            raise ValueError("the margin is out of range")
+    except FileNotFoundError:
+        log.warning("%s is missing: no off-topic cut across scripts", ACROSS_FILE)
+        return None
+    except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError) as exc:
+        log.warning("%s is unreadable (%s): no off-topic cut across scripts", ACROSS_FILE, exc)
+        return None
+    return level, shipped, margin
 
 
 @dataclass(frozen=True)
@@ -79,6 +180,21 @@ class OffTopicCut:
     #: A question this well supported by rare words of one chunk is on topic, however far
     #: (``lexical_support``); 1.01: no rescue.
     support: float = 1.01
+    #: On a multilingual model's store of notes in one script: the cut for a question written
+    #: in a script the notes do not use (the same quantile of the bank's questions written in
+    #: such scripts: a question finds a note in another language only from farther away).
+    #: None: the store-wide cut applies to every question.
+    across: float | None = None
+    #: With ``across``: a question in another script, past ``distance``, that comes closer to
+    #: one of the bank's general questions than to the notes by more than this is off-topic.
+    margin: float | None = None
+    #: Chunks per source (note) among the chunks read to calibrate: a notes folder's notes
+    #: span several chunks, a collection of passages holds one each (0: not measured).
+    per_source: float = 0.0
+    #: The share of English function words in the chunks read (``prose_share``), and the
+    #: quantile of the bank's distances the cut is (0: not recorded).
+    prose: float = 0.0
+    level: float = 0.0
 
     def to_json(self) -> str:
         """The cut as the JSON string the store's metadata keeps."""
@@ -97,6 +213,11 @@ class OffTopicCut:
                 scripts={str(k): float(v) for k, v in dict(raw.get("scripts", {})).items()},
                 chunks=int(raw.get("chunks", 0)),
                 support=float(raw.get("support", NO_RESCUE)),
+                across=None if raw.get("across") is None else float(raw["across"]),
+                margin=None if raw.get("margin") is None else float(raw["margin"]),
+                per_source=float(raw.get("per_source", 0.0)),
+                prose=float(raw.get("prose", 0.0)),
+                level=float(raw.get("level", 0.0)),
             )
         except (TypeError, ValueError, KeyError):
             return None
@@ -254,43 +375,92 @@ def calibrate(
     from ragbrain.models.embeddings import model_name_of
 
     model = model_name_of(store.embeddings)
+    explicit = level
     level = levels(model)[0] if level is None else level
     strict_scale = levels(model)[1] if strict_scale is None else strict_scale
     count = store.count()
+    english = english_only(model)
+    setting = None if english else across_setting()
     if count < MIN_CHUNKS:
         shipped = shipped_cut(model)
         if shipped is None:
             return None
+        scripts: dict[str, float] = {}
+        across_cut = setting[1].get(model) if setting is not None and count else None
+        if across_cut is not None:
+            small = store.call(
+                "Reading chunks for their scripts",
+                lambda: store.collection.get(limit=MIN_CHUNKS, include=["documents"]),
+            )
+            scripts = script_shares(t for t in small["documents"] or [] if t)
         return OffTopicCut(
             shipped.distance,
             shipped.strict,
             f"shipped for {model}: the store holds {count} chunks, too few to calibrate "
             f"(at least {MIN_CHUNKS})",
             model,
+            scripts={k: round(v, 4) for k, v in scripts.items()},
+            chunks=count,
             support=shipped.support,
+            across=across_cut if scripts else None,
+            margin=setting[2] if scripts and setting is not None else None,
         )
-    english = english_only(model)
     questions = bank(english_only=english)
     vectors = query_vectors(store.embeddings, questions)
     sample = store.call(
         "Reading chunks for their scripts",
         lambda: store.collection.get(
             limit=CROSS_SAMPLE,
-            include=["documents", "embeddings"] if not english else ["documents"],
+            include=["documents", "metadatas", "embeddings"]
+            if not english
+            else ["documents", "metadatas"],
         ),
     )
     texts = [t or "" for t in sample["documents"] or []]
+    prose = round(prose_share(texts[:SCRIPT_SAMPLE]), 4)
+    prose_levels = prose_setting()
+    if (
+        explicit is None
+        and prose_levels is not None
+        and model in prose_levels[1]
+        and prose >= prose_levels[0]
+    ):
+        level = prose_levels[1][model]
+        prosed = True
+    else:
+        prosed = False
+    sources = [
+        str((m or {}).get("source") or id_)
+        for id_, m in zip(sample["ids"], sample["metadatas"] or [], strict=False)
+    ]
+    per_source = round(len(sources) / max(len(set(sources)), 1), 3) if sources else 0.0
     scripts = script_shares(t for t in texts if t)
     written_in = [s for s, share in scripts.items() if share >= RARE_SCRIPT and s != "none"]
     source = f"calibrated on {len(questions)} general questions over {count} chunks"
+    if prosed:
+        source += f", the {level} quantile of a store of prose"
     if not english and len(written_in) > 1:
         # A multilingual store answers across scripts, and a question finds a note in another
         # script only from farther away: the cut is how close general questions come to the
         # notes in a script other than their own.
         distances = cross_script_distances(questions, vectors, texts, sample["embeddings"])
         source += f" in {len(written_in)} scripts, measured across scripts"
+        across = None
     else:
         distances = nearest_distances(store, vectors)
+        across = None
+        if setting is not None and written_in:
+            # Notes in one script, a model that reads others: a question in another script
+            # finds its note from as far as general questions in such scripts come, so only
+            # one farther than nearly all of them is refused by distance.
+            foreign = [
+                d
+                for q, d in zip(questions, distances, strict=True)
+                if script_of(q) not in written_in
+            ]
+            if len(foreign) >= MIN_ACROSS:
+                across = round(max(quantile(foreign, setting[0]), quantile(distances, level)), 4)
+                source += f" ({len(foreign)} in other scripts than the notes')"
     distance = quantile(distances, level)
     return OffTopicCut(
         distance=round(distance, 4),
@@ -300,6 +470,11 @@ def calibrate(
         scripts={k: round(v, 4) for k, v in scripts.items()},
         chunks=count,
         support=rescue(model),
+        across=across,
+        margin=setting[2] if across is not None and setting is not None else None,
+        per_source=per_source,
+        prose=prose,
+        level=level,
     )
 
 
@@ -339,6 +514,7 @@ def refusal_reason(
     *,
     strict: bool = False,
     support: float | None = None,
+    general: float | None = None,
 ) -> str | None:
     """Why ``query`` is off-topic for the store ``cut`` was learnt on; None when it is not.
 
@@ -349,6 +525,9 @@ def refusal_reason(
         strict: Use the strict level's cut.
         support: The question's ``lexical_support`` (None: no lexical search ran); at
             ``cut.support`` or more, a far question is still on topic.
+        general: Its cosine distance to the nearest of the bank's general questions (None:
+            not measured); a question across scripts that comes closer to one of them than
+            to the notes, by more than ``cut.margin``, is off-topic.
     """
     if best_distance is None:
         return "the search found no chunk to judge"
@@ -364,15 +543,69 @@ def refusal_reason(
             f"multilingual store (ragbrain ingest --embedding {chosen_for('multilingual').choice}) "
             "would"
         )
-    limit = cut.strict if strict else cut.distance
-    if best_distance <= limit or (support is not None and support >= cut.support):
+    limit, across = limit_for(query, cut, strict=strict)
+    if support is not None and support >= cut.support:
         return None
+    if best_distance <= limit:
+        return _closer_to_general(script, best_distance, cut, strict, general) if across else None
     level = "strict cut" if strict else "off-topic cut"
+    if across:
+        level += f" for a question in {script} script"
     shown = "" if support is None else f", and no chunk holds its rare words ({support:.2f})"
     return (
         f"off-topic: the best distance ({best_distance:.3f}) is above this store's "
         f"{level} ({limit:.3f}, {cut.source}){shown}"
     )
+
+
+def _closer_to_general(
+    script: str, best_distance: float, cut: OffTopicCut, strict: bool, general: float | None
+) -> str | None:
+    """Why a question across scripts within the cut across scripts is still off-topic: past
+    the store-wide cut, it comes closer to a general question than to the notes by more than
+    ``cut.margin``; None when it does not (or was not measured)."""
+    near = cut.strict if strict else cut.distance
+    if general is None or cut.margin is None or best_distance <= near:
+        return None
+    if best_distance - general <= cut.margin:
+        return None
+    return (
+        f"off-topic: the question (in {script} script) comes closer to a general question "
+        f"({general:.3f}) than to any note ({best_distance:.3f}) by more than "
+        f"{cut.margin:.3f}, past this store's cut ({near:.3f}, {cut.source})"
+    )
+
+
+def crosses(script: str, cut: OffTopicCut) -> bool:
+    """Whether a question in ``script`` is asked across scripts on the store ``cut`` was
+    learnt on (its notes hardly use that script)."""
+    return script not in ("none", "other") and cut.scripts.get(script, 0.0) < RARE_SCRIPT
+
+
+def limit_for(query: str, cut: OffTopicCut, *, strict: bool = False) -> tuple[float, bool]:
+    """The distance above which ``query`` is off-topic on ``cut``'s store, and whether it is
+    the cut across scripts (``OffTopicCut.across``: the same at both levels, since across
+    scripts the distance cannot tell a missing answer from a present one)."""
+    limit = cut.strict if strict else cut.distance
+    if cut.across is None or not crosses(script_of(query), cut):
+        return limit, False
+    return round(max(cut.across, limit), 4), True
+
+
+def general_distance(store: Store) -> Callable[[str], float]:
+    """A question's cosine distance to the nearest of the bank's general questions (their
+    vectors cached per model, the question's from the store's query cache)."""
+    import numpy as np
+
+    vectors = np.asarray(query_vectors(store.embeddings, bank()), dtype=np.float32)
+    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+
+    def distance(query: str) -> float:
+        asked = np.asarray(store.embed_query(query), dtype=np.float32)
+        asked /= max(float(np.linalg.norm(asked)), 1e-12)
+        return max(0.0, 1.0 - float((vectors @ asked).max()))
+
+    return distance
 
 
 def refresh_cut(store: Store) -> OffTopicCut | None:

@@ -1,0 +1,161 @@
+"""The hand-over rule: of the chunks the critic keeps, hand over the best note's and only those
+of other notes that score close to it.
+
+A question one note answers should get that note's chunks and little else. The critic's cut
+is set to keep nearly every relevant chunk on domains it never saw, so on its own it keeps
+several notes' chunks (5-6 chunks a question on real notes folders, under half of them from
+the note that answers). The rule keeps, of the kept chunks, those of the best-scored chunk's
+note, and another note's chunk only when its score is at least ``ratio`` times the best one
+(a list whose candidates crowd the top, as where many documents answer, keeps them). Chunks of
+one note are handed over together, in the order their note first appears in the list.
+
+The ratio is fit per critic kind, leave-one-domain-out over the notes folders
+(``python -m benchmarks.notes --ship``), and ships in ``handover.json``; a critic kind without
+an entry (the cross-encoder of non-English stores, a caller's own critic) hands over all it
+keeps, as before.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from ragbrain.errors import CriticLoadError
+
+RULES_FILE = "handover.json"
+
+
+def default_rules_path() -> Path:
+    """Where the package keeps the fitted hand-over rules."""
+    return Path(__file__).parent / RULES_FILE
+
+
+@dataclass(frozen=True)
+class HandOverRule:
+    """Keep another note's chunk when its score is at least ``ratio`` times the best, when
+    the best scores at least ``confident`` (a list whose best the critic is unsure of is
+    handed over as the critic kept it)."""
+
+    ratio: float
+    source: str  # where the ratio came from, for the trace
+    confident: float = 0.0
+    #: The rule applies on stores whose notes span at least this many chunks on average
+    #: (``OffTopicCut.per_source``): a collection of one-chunk passages, where several may
+    #: answer, keeps the critic's hand-over.
+    min_per_source: float = 0.0
+
+
+def read_rules(path: Path) -> dict[str, HandOverRule]:
+    """The rules in ``path`` per critic kind (``{"rules": {"evidence": {"ratio": 0.6}}}``).
+
+    Raises:
+        CriticLoadError: The file is missing, not JSON, or a ratio is not in [0, 1].
+    """
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CriticLoadError(f"{path}: missing.") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CriticLoadError(f"{path}: not a readable JSON file ({exc}).") from exc
+    rules = raw.get("rules") if isinstance(raw, dict) else None
+    if not isinstance(rules, dict):
+        raise CriticLoadError(f"{path}: must hold an object 'rules' of critic kinds.")
+    out: dict[str, HandOverRule] = {}
+    by = str(raw.get("fit", {}).get("by", path.name)) if isinstance(raw.get("fit"), dict) else ""
+    for kind, entry in rules.items():
+        if not isinstance(entry, dict):
+            raise CriticLoadError(f"{path}: rules.{kind} must be an object with a 'ratio'.")
+        values = {
+            name: entry.get(name, default)
+            for name, default in (("ratio", None), ("confident", 0.0), ("min_per_source", 0.0))
+        }
+        checked: list[float] = []
+        for name, value in values.items():
+            top = 100.0 if name == "min_per_source" else 1.0
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not math.isfinite(value)
+                or not 0.0 <= value <= top
+            ):
+                raise CriticLoadError(
+                    f"{path}: rules.{kind}.{name} must be a number in [0, {top:g}]."
+                )
+            checked.append(float(value))
+        ratio, confident, per_source = checked
+        out[str(kind)] = HandOverRule(
+            ratio, f"ratio {ratio:.2f}, {by or path.name}", confident, per_source
+        )
+    return out
+
+
+@cache
+def shipped_rules() -> dict[str, HandOverRule]:
+    """The rules the package ships; none when the file is missing (every kind hands over all
+    it keeps).
+
+    Raises:
+        CriticLoadError: The file is there but malformed.
+    """
+    path = default_rules_path()
+    return read_rules(path) if path.is_file() else {}
+
+
+def rule_for(critic: object, per_source: float | None = None) -> HandOverRule | None:
+    """The shipped rule for ``critic``'s kind (its ``kind`` attribute) on a store of
+    ``per_source`` chunks a note (None: not known, the rule applies); None without one, or
+    on a store whose notes are shorter than the rule's ``min_per_source``."""
+    kind = getattr(critic, "kind", None)
+    rule = shipped_rules().get(kind) if isinstance(kind, str) else None
+    if rule is None or (per_source is not None and per_source < rule.min_per_source):
+        return None
+    return rule
+
+
+def narrow(
+    chosen: Sequence[int],
+    scores: Sequence[float],
+    sources: Sequence[str],
+    rule: HandOverRule,
+) -> tuple[list[int], str]:
+    """Apply ``rule`` to the ``chosen`` indices (in rank order).
+
+    Returns:
+        The indices to hand over, each note's chunks together (notes in the order they first
+        appear), and the trace's line.
+    """
+    finite = [i for i in chosen if not math.isnan(scores[i])]
+    if len(chosen) < 2 or not finite:
+        return list(chosen), ""
+    best = max(finite, key=lambda i: scores[i])
+    if scores[best] < rule.confident:
+        return list(chosen), (
+            f"hand-over: all kept (the best score, {scores[best]:.3f}, is below "
+            f"{rule.confident:.2f}: the critic is unsure of the best note)"
+        )
+    floor = rule.ratio * scores[best]
+    kept = [i for i in chosen if sources[i] == sources[best] or scores[i] >= floor]
+    order: dict[str, list[int]] = {}
+    for i in kept:
+        order.setdefault(sources[i], []).append(i)
+    grouped = [i for group in order.values() for i in group]
+    dropped = len(chosen) - len(kept)
+    if len(order) == 1:
+        note = (
+            f"hand-over: only the best note ({sources[best]}, {len(kept)} chunk"
+            f"{'s' if len(kept) > 1 else ''}); {dropped} other kept chunk"
+            f"{'s' if dropped != 1 else ''} scored below {rule.ratio:.2f} of its "
+            f"{scores[best]:.3f} ({rule.source})"
+        )
+    elif dropped:
+        note = (
+            f"hand-over: {len(kept)} chunks of {len(order)} notes; {dropped} scored below "
+            f"{rule.ratio:.2f} of the best ({scores[best]:.3f}, {rule.source})"
+        )
+    else:
+        note = f"hand-over: all {len(kept)} kept chunks score within {rule.ratio:.2f} of the best"
+    return grouped, note

@@ -1,0 +1,376 @@
+"""A notes folder as an evaluation domain: its Markdown notes ingested as a user would, and the
+questions written for it (``questions.json``) asked of the shipped retriever.
+
+A notes domain is a folder holding ``notes/`` (the notes) and ``questions.json``:
+
+.. code-block:: json
+
+    {"answerable": [{"q": "...", "expect": ["sub/note.md"], "split": "fit"}],
+     "offtopic":   [{"q": "...", "kind": "general", "split": "test"}],
+     "missing":    [{"q": "...", "near": "sub/note.md", "split": "fit"}]}
+
+Paths are relative to ``notes/``. Answerable questions are answered by an ``expect`` note;
+off-topic ones (``general``, or a ``trap`` sharing a word with the notes in another sense) and
+missing ones (on the notes' topic, answered by no note) should get an empty answer.
+
+``evaluate_notes`` reports, per group and split: the expected note found (in the handed-over
+set, and first), the chunks handed over, the share of them from an expected note, and the
+share refused at the default level (``abstain="on"``) and at ``"strict"``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ragbrain.errors import InvalidInputError
+from ragbrain.paths import cache_root
+
+if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
+
+    from ragbrain.retriever import CorrectiveRetriever
+    from ragbrain.store import Store
+
+GROUPS = ("answerable", "offtopic", "missing")
+SPLITS = ("fit", "test")
+#: The file a finished cached store holds (a store without it is built again).
+DONE = "ragbrain-eval-complete.json"
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question of a notes domain."""
+
+    text: str
+    group: str  # answerable, offtopic, missing
+    split: str  # fit, test
+    kind: str = ""  # offtopic: general or trap
+    expect: tuple[str, ...] = ()  # answerable: the notes that answer it
+    near: str = ""  # missing: the closest note that does not answer it
+
+    @property
+    def label(self) -> str:
+        """The group as reported: ``answerable``, ``offtopic/general``, ``offtopic/trap``,
+        ``missing``."""
+        return f"{self.group}/{self.kind}" if self.group == "offtopic" else self.group
+
+
+def is_notes_domain(folder: Path) -> bool:
+    """Whether ``folder`` is a notes domain (``notes/`` and ``questions.json``)."""
+    return (folder / "notes").is_dir() and (folder / "questions.json").is_file()
+
+
+def load_questions(folder: Path) -> list[Question]:
+    """The questions of the notes domain ``folder``.
+
+    Raises:
+        InvalidInputError: ``questions.json`` is missing, not JSON, or not in the format above.
+    """
+    path = folder / "questions.json"
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InvalidInputError(f"{path}: missing (a notes domain needs questions.json).") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidInputError(f"{path}: not a readable JSON file ({exc}).") from exc
+    if not isinstance(raw, dict) or not set(raw) <= set(GROUPS) or not raw:
+        raise InvalidInputError(f"{path}: must be an object of {list(GROUPS)} lists.")
+    questions: list[Question] = []
+    for group in GROUPS:
+        rows = raw.get(group, [])
+        if not isinstance(rows, list):
+            raise InvalidInputError(f"{path}: '{group}' must be a list.")
+        for n, row in enumerate(rows):
+            where = f"{path}: {group}[{n}]"
+            if not isinstance(row, dict) or not isinstance(row.get("q"), str) or not row["q"]:
+                raise InvalidInputError(f"{where} needs a non-empty 'q'.")
+            split = row.get("split", "test")
+            if split not in SPLITS:
+                raise InvalidInputError(f"{where}: split must be one of {list(SPLITS)}.")
+            expect = row.get("expect", [])
+            if group == "answerable" and (
+                not isinstance(expect, list)
+                or not expect
+                or not all(isinstance(e, str) for e in expect)
+            ):
+                raise InvalidInputError(f"{where}: 'expect' must list the notes that answer it.")
+            kind = str(row.get("kind", "general")) if group == "offtopic" else ""
+            questions.append(
+                Question(
+                    text=row["q"],
+                    group=group,
+                    split=split,
+                    kind=kind,
+                    expect=tuple(expect) if group == "answerable" else (),
+                    near=str(row.get("near", "")),
+                )
+            )
+    return questions
+
+
+def _fingerprint(notes: Path) -> str:
+    """What the notes folder holds: each file's path, size and modification time."""
+    rows = sorted(
+        f"{p.relative_to(notes).as_posix()}\t{p.stat().st_size}\t{p.stat().st_mtime_ns}"
+        for p in notes.rglob("*")
+        if p.is_file()
+    )
+    return hashlib.sha256("\n".join(rows).encode()).hexdigest()[:16]
+
+
+def cached_store_path(folder: Path, model: str, root: Path | None = None) -> Path:
+    """Where the store of ``folder``'s notes embedded with ``model`` is cached: keyed by the
+    folder's path, the model and what the notes folder holds."""
+    notes = folder.resolve() / "notes"
+    key = hashlib.sha256(f"{notes}\n{model}\n{_fingerprint(notes)}".encode()).hexdigest()[:12]
+    return (root or cache_root() / "eval" / "notes") / f"{folder.resolve().name}-{model}-{key}"
+
+
+def notes_store(
+    folder: Path,
+    embeddings: Embeddings,
+    *,
+    root: Path | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Store:
+    """The store of ``folder``'s notes, ingested as ``ragbrain ingest`` does (the off-topic
+    cut learnt at the end), built once per folder and model and reused while the notes are
+    unchanged (``cached_store_path``). A cached store learns its off-topic cut again, so that
+    it is the one this version's calibration gives."""
+    from ragbrain.ingest import ingest
+    from ragbrain.models.embeddings import model_name_of
+    from ragbrain.refusal.offtopic import refresh_cut
+    from ragbrain.store import Store
+
+    path = cached_store_path(folder, model_name_of(embeddings), root)
+    if (path / DONE).is_file():
+        store = Store.open(path, embeddings)
+        refresh_cut(store)
+        return store
+    if path.exists():  # an unfinished build
+        shutil.rmtree(path)
+    store = Store.open(path, embeddings, create=True)
+    report = ingest(folder / "notes", store, progress=progress)
+    (path / DONE).write_text(json.dumps({"chunks": store.count(), "summary": report.summary()}))
+    return store
+
+
+@dataclass
+class Answer:
+    """What the retriever did with one question."""
+
+    question: Question
+    sources: list[str]  # the handed-over chunks' notes, in order
+    refused: bool  # at the default level (empty answer)
+    refused_strict: bool
+    reason: str | None = None
+    #: Every judged candidate (critic threshold 0): source, distance, critic score, in order.
+    candidates: list[tuple[str, float, float | None]] = field(default_factory=list)
+    depth: int = 0
+    nearest: float | None = None
+    support: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """A row of the results file."""
+        q = self.question
+        return {
+            "q": q.text,
+            "group": q.label,
+            "split": q.split,
+            "expect": list(q.expect),
+            "near": q.near,
+            "sources": self.sources,
+            "refused": self.refused,
+            "refused_strict": self.refused_strict,
+            "reason": self.reason,
+            "depth": self.depth,
+            "nearest": self.nearest,
+            "support": self.support,
+            "candidates": [list(c) for c in self.candidates],
+        }
+
+
+def _sources(documents: Sequence[Any]) -> list[str]:
+    return [str(d.metadata.get("source", "")) for d in documents]
+
+
+def ask(
+    retriever: CorrectiveRetriever,
+    questions: Sequence[Question],
+    *,
+    probe: CorrectiveRetriever | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[Answer]:
+    """Ask each question at the default level and, when answered, at ``"strict"``; with
+    ``probe`` (the same store's retriever without a hand-over rule), once more with the critic
+    threshold at 0 and refusal off, to keep every judged candidate with its score (what a
+    hand-over rule is fit on)."""
+    from dataclasses import replace
+
+    base = retriever.context
+    strict = retriever.model_copy(update={"context": replace(base, abstain="strict")})
+    open_ = (
+        probe.model_copy(update={"context": replace(base, abstain="off", critic_threshold=0.0)})
+        if probe is not None
+        else None
+    )
+    answers = []
+    for n, question in enumerate(questions):
+        run = retriever.run(question.text)
+        refused = not run["documents"]
+        refused_strict = refused or not strict.run(question.text)["documents"]
+        answer = Answer(
+            question,
+            _sources(run["documents"]),
+            refused,
+            refused_strict,
+            run.get("abstain_reason"),
+            depth=int(run["depth"]),
+            nearest=run.get("nearest_distance"),
+            support=run.get("lexical_support"),
+        )
+        if open_ is not None:
+            judged = open_.run(question.text)["documents"]
+            answer.candidates = [
+                (
+                    str(d.metadata.get("source", "")),
+                    float(d.metadata["retrieval"]["distance"]),
+                    d.metadata["retrieval"].get("critic_score"),
+                )
+                for d in judged
+            ]
+        answers.append(answer)
+        if progress is not None:
+            progress(n + 1, len(questions))
+    return answers
+
+
+def _share(values: Iterable[bool]) -> float | None:
+    items = list(values)
+    return round(sum(items) / len(items), 4) if items else None
+
+
+def _mean(values: Iterable[float]) -> float | None:
+    items = list(values)
+    return round(sum(items) / len(items), 4) if items else None
+
+
+def summarize_answers(answers: Sequence[Answer]) -> dict[str, dict[str, Any]]:
+    """Per group (``Question.label``) and split (``fit``, ``test``, ``all``): counts and
+    rates (``None`` where a group has no question)."""
+    out: dict[str, dict[str, Any]] = {}
+    labels = sorted({a.question.label for a in answers})
+    for split in (*SPLITS, "all"):
+        for label in labels:
+            rows = [
+                a
+                for a in answers
+                if a.question.label == label and split in ("all", a.question.split)
+            ]
+            if not rows:
+                continue
+            entry: dict[str, Any] = {
+                "questions": len(rows),
+                "refused": _share(a.refused for a in rows),
+                "refused_strict": _share(a.refused_strict for a in rows),
+            }
+            if label == "answerable":
+                found = [a for a in rows if set(a.sources) & set(a.question.expect)]
+                handed = [a for a in rows if a.sources]
+                entry |= {
+                    "found": _share(a in found for a in rows),
+                    "first": _share(
+                        bool(a.sources) and a.sources[0] in a.question.expect for a in rows
+                    ),
+                    "chunks": _mean(len(a.sources) for a in handed),
+                    "from_expected": _mean(
+                        sum(s in a.question.expect for s in a.sources) / len(a.sources)
+                        for a in handed
+                    ),
+                }
+            elif label == "missing":
+                entry["near_returned"] = _share(a.question.near in a.sources for a in rows)
+                entry["chunks"] = _mean(len(a.sources) for a in rows if a.sources)
+            else:
+                entry["chunks"] = _mean(len(a.sources) for a in rows if a.sources)
+            out.setdefault(split, {})[label] = entry
+    return out
+
+
+def evaluate_notes(
+    folder: Path,
+    embeddings: Embeddings | None = None,
+    *,
+    retriever: CorrectiveRetriever | None = None,
+    probe: bool = True,
+    store_root: Path | None = None,
+    reporter: Callable[[str], Callable[[int, int], None]] | None = None,
+) -> dict[str, Any]:
+    """Ingest the notes domain ``folder`` (cached), ask its questions of the shipped retriever
+    (or ``retriever``), and summarize.
+
+    Returns:
+        ``{"dataset", "model", "chunks", "summary", "answers"}``.
+
+    Raises:
+        InvalidInputError: ``folder`` is not a notes domain.
+    """
+    from ragbrain.models.embeddings import embeddings_for, model_name_of
+    from ragbrain.retriever import CorrectiveRetriever
+
+    if not is_notes_domain(folder):
+        raise InvalidInputError(f"{folder}: not a notes folder (needs notes/ and questions.json).")
+    questions = load_questions(folder)
+    store: Store | None = None
+    if retriever is None:
+        embeddings = embeddings or embeddings_for(None)
+        progress = reporter("ingesting") if reporter else None
+        store = notes_store(folder, embeddings, root=store_root, progress=progress)
+        path = cached_store_path(folder, model_name_of(embeddings), store_root)
+        retriever = CorrectiveRetriever.from_store(path, embeddings=embeddings)
+    prober = None
+    if probe and store is not None:
+        from ragbrain.graph import build_graph
+        from ragbrain.lexical.sync import LexicalSearcher
+
+        graph = build_graph(store, "default", lexical=LexicalSearcher(store), handover=None)
+        prober = CorrectiveRetriever(graph=graph)
+    answers = ask(
+        retriever, questions, probe=prober, progress=reporter("asking") if reporter else None
+    )
+    return {
+        "dataset": folder.resolve().name,
+        "model": model_name_of(embeddings) if embeddings is not None else None,
+        "chunks": store.count() if store is not None else None,
+        "summary": summarize_answers(answers),
+        "answers": [a.to_json() for a in answers],
+    }
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.0f}%"
+
+
+def notes_table(summary: dict[str, dict[str, Any]], split: str = "test") -> str:
+    """The summary of one split as a Markdown table, a row per group."""
+    rows = summary.get(split, {})
+    lines = [
+        "| group | questions | found / first | chunks handed over | from an expected note "
+        "| refused | refused, strict |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for label, entry in rows.items():
+        found = f"{_pct(entry['found'])} / {_pct(entry['first'])}" if "found" in entry else "-"
+        chunks = "-" if entry.get("chunks") is None else f"{entry['chunks']:.2f}"
+        lines.append(
+            f"| {label} | {entry['questions']} | {found} | {chunks} "
+            f"| {_pct(entry.get('from_expected'))} | {_pct(entry['refused'])} "
+            f"| {_pct(entry['refused_strict'])} |"
+        )
+    return "\n".join(lines) + "\n"

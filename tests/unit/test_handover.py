@@ -1,0 +1,143 @@
+"""The hand-over rule: the best note's chunks, and another note's only when close in score."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ragbrain.critic import handover
+from ragbrain.critic.handover import HandOverRule, narrow, read_rules, rule_for
+from ragbrain.errors import CriticLoadError
+from ragbrain.graph import build_graph
+from ragbrain.nodes.critic import make_critic_filter
+from ragbrain.store import Store
+from tests.support.fakes import OverlapCritic
+
+RULE = HandOverRule(0.6, "test")
+
+
+def test_only_the_best_notes_chunks_go_when_the_others_score_far_below() -> None:
+    sources = ["b.md", "a.md", "c.md", "a.md"]
+    scores = [0.3, 0.9, 0.2, 0.7]
+    chosen, line = narrow([0, 1, 2, 3], scores, sources, RULE)
+    assert chosen == [1, 3]
+    assert "only the best note (a.md, 2 chunks)" in line and "2 other kept chunks" in line
+
+
+def test_a_close_note_stays_and_each_notes_chunks_go_together() -> None:
+    sources = ["b.md", "a.md", "c.md", "b.md", "a.md"]
+    scores = [0.6, 0.9, 0.1, 0.2, 0.55]
+    chosen, line = narrow([0, 1, 2, 3, 4], scores, sources, RULE)
+    # b.md's first chunk is close (0.6 >= 0.54); its second is not, a.md's second is its own.
+    assert chosen == [0, 1, 4]
+    assert "3 chunks of 2 notes" in line
+
+
+def test_a_single_chunk_or_all_close_is_left_as_it_is() -> None:
+    assert narrow([0], [0.9], ["a.md"], RULE) == ([0], "")
+    chosen, line = narrow([0, 1], [0.8, 0.9], ["a.md", "b.md"], RULE)
+    assert chosen == [0, 1] and "all 2 kept chunks score within" in line
+
+
+def test_ratio_zero_keeps_everything_and_one_keeps_the_best_notes_only() -> None:
+    sources, scores = ["a.md", "b.md", "c.md"], [0.5, 0.9, 0.89]
+    assert narrow([0, 1, 2], scores, sources, HandOverRule(0.0, "t"))[0] == [0, 1, 2]
+    assert narrow([0, 1, 2], scores, sources, HandOverRule(1.0, "t"))[0] == [1]
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        ("{", "not a readable JSON"),
+        ('{"rules": []}', "must hold an object 'rules'"),
+        ('{"rules": {"evidence": {"ratio": 1.5}}}', "ratio must be a number"),
+        ('{"rules": {"evidence": {"ratio": "0.5"}}}', "ratio must be a number"),
+        ('{"rules": {"evidence": {"ratio": 0.5, "min_per_source": -1}}}', "min_per_source"),
+        ('{"rules": {"evidence": {}}}', "ratio must be a number"),
+    ],
+)
+def test_a_malformed_rules_file_is_a_critic_load_error(
+    tmp_path: Path, content: str, says: str
+) -> None:
+    path = tmp_path / "handover.json"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(CriticLoadError, match=says):
+        read_rules(path)
+
+
+def test_a_missing_rules_file_means_no_rule(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(CriticLoadError, match="missing"):
+        read_rules(tmp_path / "none.json")
+    monkeypatch.setattr(handover, "default_rules_path", lambda: tmp_path / "none.json")
+    handover.shipped_rules.cache_clear()
+    try:
+        assert handover.shipped_rules() == {}
+
+        class Evidence:
+            kind = "evidence"
+
+        assert rule_for(Evidence()) is None
+    finally:
+        handover.shipped_rules.cache_clear()
+
+
+def test_the_shipped_file_reads_and_names_the_evidence_critic() -> None:
+    handover.shipped_rules.cache_clear()
+    rules = handover.shipped_rules()
+    assert "evidence" in rules and 0.0 <= rules["evidence"].ratio <= 1.0
+    assert rule_for(OverlapCritic()) is None  # a critic without a kind: no rule
+
+
+def test_the_graph_narrows_what_the_critic_keeps_and_says_so(fake_store: Store) -> None:
+    critic = OverlapCritic()
+    critic.threshold = 0.0  # keeps every candidate
+    wide = build_graph(fake_store, critic, handover=None)
+    narrow_ = build_graph(fake_store, critic, handover=HandOverRule(1.0, "test"))
+    query = {"query": "nightly backup credentials expired", "type_filter": None}
+    from ragbrain.context import RetrievalContext
+
+    context = RetrievalContext(abstain="off")
+    all_kept = wide.invoke(query, context=context)
+    best_only = narrow_.invoke(query, context=context)
+    sources = {d.metadata["source"] for d in best_only["documents"]}
+    assert len(sources) == 1
+    assert len(best_only["documents"]) < len(all_kept["documents"])
+    assert any("hand-over: only the best note" in n for n in best_only["notes"])
+    assert make_critic_filter(critic, handover=None) is not None
+
+
+def test_a_store_of_one_chunk_passages_keeps_the_critics_hand_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "handover.json"
+    path.write_text('{"rules": {"evidence": {"ratio": 0.5, "min_per_source": 1.25}}}')
+    monkeypatch.setattr(handover, "default_rules_path", lambda: path)
+    handover.shipped_rules.cache_clear()
+    try:
+
+        class Evidence:
+            kind = "evidence"
+
+        assert rule_for(Evidence(), per_source=1.0) is None
+        got = rule_for(Evidence(), per_source=3.2)
+        assert got is not None and got.ratio == 0.5 and got.min_per_source == 1.25
+        assert rule_for(Evidence()) is not None  # not measured: the rule applies
+    finally:
+        handover.shipped_rules.cache_clear()
+
+
+def test_the_store_cut_records_chunks_per_note(fake_store: Store) -> None:
+    from ragbrain.refusal.offtopic import calibrate
+
+    cut = calibrate(fake_store)
+    assert cut is None or cut.per_source >= 1.0
+
+
+def test_an_unsure_best_score_keeps_everything_the_critic_kept() -> None:
+    rule = HandOverRule(0.5, "test", confident=0.8)
+    chosen, line = narrow([0, 1, 2], [0.7, 0.2, 0.1], ["a.md", "b.md", "c.md"], rule)
+    assert chosen == [0, 1, 2] and "unsure of the best note" in line
+    assert narrow([0, 1, 2], [0.9, 0.2, 0.1], ["a.md", "b.md", "c.md"], rule)[0] == [0]

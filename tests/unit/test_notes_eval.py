@@ -1,0 +1,174 @@
+"""A notes folder as an evaluation domain: its questions file, the cached store, the report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ragbrain.errors import InvalidInputError
+from ragbrain.evaluation.notes import (
+    Answer,
+    Question,
+    cached_store_path,
+    evaluate_notes,
+    is_notes_domain,
+    load_questions,
+    notes_table,
+    summarize_answers,
+)
+from tests.support.fakes import BagOfWordsEmbeddings
+
+NOTES = {
+    "db/postgres-vacuum.md": "# Postgres vacuum\n\nRun VACUUM ANALYZE on bloated postgres tables "
+    "after a bulk delete; autovacuum lags on large tables.\n",
+    "db/redis-eviction.md": "# Redis eviction\n\nSet maxmemory-policy allkeys-lru so redis evicts "
+    "the least recently used keys when memory is full.\n",
+    "ops/backup.md": "# Nightly backup\n\nThe nightly backup job writes a pg_dump to the bucket; "
+    "it failed when the disk filled up.\n",
+}
+QUESTIONS = {
+    "answerable": [
+        {
+            "q": "postgres vacuum bloated tables",
+            "expect": ["db/postgres-vacuum.md"],
+            "split": "fit",
+        },
+        {
+            "q": "redis maxmemory eviction policy",
+            "expect": ["db/redis-eviction.md"],
+            "split": "test",
+        },
+    ],
+    "offtopic": [
+        {"q": "zebra giraffe savanna safari", "kind": "general", "split": "test"},
+        {"q": "vacuum cleaner for the carpet", "kind": "trap", "split": "fit"},
+    ],
+    "missing": [
+        {
+            "q": "postgres logical replication slots",
+            "near": "db/postgres-vacuum.md",
+            "split": "test",
+        }
+    ],
+}
+
+
+@pytest.fixture
+def domain(tmp_path: Path) -> Path:
+    folder = tmp_path / "tiny"
+    for relative, text in NOTES.items():
+        path = folder / "notes" / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    (folder / "questions.json").write_text(json.dumps(QUESTIONS), encoding="utf-8")
+    return folder
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGBRAIN_CACHE", str(tmp_path / "cache"))
+
+
+def test_the_questions_file_is_read_per_group_kind_and_split(domain: Path) -> None:
+    assert is_notes_domain(domain) and not is_notes_domain(domain / "notes")
+    questions = load_questions(domain)
+    assert [q.label for q in questions] == [
+        "answerable",
+        "answerable",
+        "offtopic/general",
+        "offtopic/trap",
+        "missing",
+    ]
+    assert questions[0].expect == ("db/postgres-vacuum.md",) and questions[0].split == "fit"
+    assert questions[-1].near == "db/postgres-vacuum.md"
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        ("not json", "not a readable JSON"),
+        ('{"answerable": [{"q": "x", "split": "fit"}]}', "'expect'"),
+        ('{"offtopic": [{"q": "x", "split": "dev"}]}', "split must be"),
+        ('{"others": []}', "must be an object"),
+        ('{"missing": [{"near": "a.md"}]}', "non-empty 'q'"),
+    ],
+)
+def test_a_bad_questions_file_is_an_error_naming_the_problem(
+    tmp_path: Path, content: str, says: str
+) -> None:
+    (tmp_path / "questions.json").write_text(content, encoding="utf-8")
+    with pytest.raises(InvalidInputError, match=says):
+        load_questions(tmp_path)
+
+
+def test_a_missing_questions_file_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInputError, match="missing"):
+        load_questions(tmp_path)
+    with pytest.raises(InvalidInputError, match="not a notes folder"):
+        evaluate_notes(tmp_path, BagOfWordsEmbeddings())
+
+
+def answer(question: Question, sources: list[str], refused: bool = False) -> Answer:
+    return Answer(question, sources, refused, refused or False)
+
+
+def test_the_summary_counts_found_first_chunks_share_and_refusals() -> None:
+    a1 = Question("q1", "answerable", "test", expect=("a.md",))
+    a2 = Question("q2", "answerable", "test", expect=("b.md", "c.md"))
+    a3 = Question("q3", "answerable", "fit", expect=("a.md",))
+    off = Question("o", "offtopic", "test", kind="trap")
+    miss = Question("m", "missing", "test", near="a.md")
+    answers = [
+        answer(a1, ["a.md", "a.md", "x.md", "y.md"]),  # found, first, 2 of 4 from it
+        answer(a2, ["x.md", "c.md"]),  # found, not first, 1 of 2
+        answer(a3, [], refused=True),
+        answer(off, [], refused=True),
+        answer(miss, ["a.md"]),
+    ]
+    summary = summarize_answers(answers)
+    test = summary["test"]["answerable"]
+    assert test["questions"] == 2 and test["found"] == 1.0 and test["first"] == 0.5
+    assert test["chunks"] == 3.0 and test["from_expected"] == pytest.approx(0.5)
+    assert summary["fit"]["answerable"]["refused"] == 1.0
+    assert summary["all"]["answerable"]["questions"] == 3
+    assert summary["test"]["offtopic/trap"]["refused"] == 1.0
+    assert summary["test"]["missing"]["refused"] == 0.0
+    assert summary["test"]["missing"]["near_returned"] == 1.0
+    table = notes_table(summary, "test")
+    assert "| answerable | 2 | 100% / 50% | 3.00 | 50% | 0% | 0% |" in table
+
+
+def test_the_store_is_built_once_and_the_questions_asked(domain: Path, tmp_path: Path) -> None:
+    embeddings = BagOfWordsEmbeddings()
+    root = tmp_path / "stores"
+    first = evaluate_notes(domain, embeddings, store_root=root)
+    path = cached_store_path(domain, embeddings.model_name, root)
+    assert (path / "ragbrain-eval-complete.json").is_file()
+    assert first["chunks"] == 3 and len(first["answers"]) == 5
+    rows = {a["q"]: a for a in first["answers"]}
+    found = rows["postgres vacuum bloated tables"]
+    assert found["sources"] and "db/postgres-vacuum.md" in found["sources"]
+    # Every judged candidate is kept with its score for fitting a hand-over rule.
+    assert {c[0] for c in found["candidates"]} <= set(NOTES)
+    assert len(found["candidates"]) >= len(found["sources"])
+    # Asked again: the cached store is reused, the answers are the same.
+    mtime = (path / "ragbrain-eval-complete.json").stat().st_mtime_ns
+    again = evaluate_notes(domain, embeddings, store_root=root)
+    assert (path / "ragbrain-eval-complete.json").stat().st_mtime_ns == mtime
+    assert [a["sources"] for a in again["answers"]] == [a["sources"] for a in first["answers"]]
+    # A changed note is another store.
+    (domain / "notes" / "ops" / "backup.md").write_text("# Backup\n\nChanged.\n")
+    assert cached_store_path(domain, embeddings.model_name, root) != path
+
+
+def test_an_unfinished_cached_store_is_built_again(domain: Path, tmp_path: Path) -> None:
+    embeddings = BagOfWordsEmbeddings()
+    root = tmp_path / "stores"
+    path = cached_store_path(domain, embeddings.model_name, root)
+    path.mkdir(parents=True)
+    (path / "leftover").write_text("half-written")
+    payload = evaluate_notes(domain, embeddings, store_root=root, probe=False)
+    assert not (path / "leftover").exists() and payload["chunks"] == 3
+    assert all(a["candidates"] == [] for a in payload["answers"])
