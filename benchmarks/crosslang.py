@@ -23,6 +23,7 @@ import json
 import random
 import statistics
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -258,7 +259,7 @@ def main() -> None:
         "--ship",
         action="store_true",
         help="Write the median cut across scripts of the shared sets' stores into "
-        "src/ragbrain/refusal/across.json (the cut small e5 stores get).",
+        "the model's profile (offtopic.across: the cut small e5 stores get).",
     )
     args = parser.parse_args()
     from ragbrain.models.embeddings import embeddings_for, model_name_of
@@ -293,18 +294,19 @@ def main() -> None:
     print(text)
     save(args.name, slim(result), text)
     if args.ship and acrosses:
-        from ragbrain.evaluation.report import write_json
-        from ragbrain.refusal import offtopic
+        from ragbrain.models.profiles import AcrossScripts, profile, write_profile
 
-        level = (offtopic.across_setting() or (0.98, {}, None))[0]
-        record = {
-            "level": level,
-            "margin": result["margin"],
-            "shipped": {model_name_of(embeddings): round(statistics.median(acrosses), 4)},
-            "by": "python -m benchmarks.crosslang --ship",
-        }
-        write_json(offtopic.ACROSS_FILE, record)
-        say(f"wrote {offtopic.ACROSS_FILE}")
+        shipped_profile = profile(model_name_of(embeddings))
+        assert shipped_profile is not None
+        kept = shipped_profile.offtopic.across
+        across = AcrossScripts(
+            level=kept.level if kept is not None else 0.98,
+            margin=result["margin"],
+            cut=round(statistics.median(acrosses), 4),
+            by="python -m benchmarks.crosslang --ship",
+        )
+        levels = replace(shipped_profile.offtopic, across=across)
+        say(f"wrote {write_profile(replace(shipped_profile, offtopic=levels))}")
 
 
 if __name__ == "__main__":

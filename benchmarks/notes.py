@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +33,6 @@ FOUND = 0.975
 #: notes folder here spans 1.5-11, the BEIR stores of ``benchmarks.lodo`` hold one chunk a
 #: document, and there the rule at the notes' ratio costs 0.04 nDCG@10 (docs/critic.md).
 MIN_PER_SOURCE = 1.25
-#: Stores whose chunks hold at least this share of English function words read as prose and
-#: take the quantile fit here (every notes folder: 18-22%, SciFact 29%, CoSQA 17%; NFCorpus's
-#: stop-word-stripped abstracts 0.2%).
-MIN_PROSE = 0.05
 RATIOS = tuple(round(0.05 * n, 2) for n in range(21))
 
 
@@ -261,8 +258,8 @@ def ship(
     payloads: dict[str, dict[str, Any]],
     banks: dict[str, list[float]],
 ) -> None:
-    """Write the hand-over rule (``handover.json``) and the quantile stores of prose use
-    (``prose.json``), both fit on every folder's fit split."""
+    """Write the hand-over rule (``handover.json``) and the quantile stores of prose use (the
+    model's profile, ``prose_level``), both fit on every folder's fit split."""
     from ragbrain.refusal.offtopic import rescue
 
     model = "all-MiniLM-L6-v2"
@@ -280,20 +277,15 @@ def ship(
     }
     write_json(default_rules_path(), record)
     say(f"wrote {default_rules_path()}")
-    from ragbrain.refusal.offtopic import PROSE_FILE
+    from ragbrain.models.profiles import profile, write_profile
 
     prose_level = fit_quantile([(payloads[n], banks[n]) for n in names], rescue(model))
-    write_json(
-        PROSE_FILE,
-        {
-            "min_share": MIN_PROSE,
-            "levels": {model: prose_level},
-            "by": "python -m benchmarks.notes --ship",
-            "fit": "the lowest bank quantile at which no notes folder refuses more than 2% "
-            "of its answerable fit-split questions",
-        },
-    )
-    say(f"wrote {PROSE_FILE}")
+    # The lowest bank quantile at which no notes folder refuses more than 2% of its answerable
+    # fit-split questions, for stores that read as prose (offtopic.PROSE_SHARE).
+    shipped_profile = profile(model)
+    assert shipped_profile is not None
+    levels = replace(shipped_profile.offtopic, prose_level=prose_level)
+    say(f"wrote {write_profile(replace(shipped_profile, offtopic=levels))}")
 
 
 if __name__ == "__main__":

@@ -286,14 +286,15 @@ def main() -> None:
         "sets": {},
         "command": {k: str(v) for k, v in vars(args).items()},
     }
-    prose = offtopic.prose_setting()
+    found = profile(measured.model)
+    prose_level = None if found is None else found.offtopic.prose_level
     for held in measured.names:
         fit_sets = [n for n in measured.names if domain_of(n) != domain_of(held)]
         fitted = measured.fit_setting(fit_sets, held)
         share = measured.prose[held]
-        if prose is not None and measured.model in prose[1] and share >= prose[0]:
+        if prose_level is not None and share >= offtopic.PROSE_SHARE:
             # A store of prose takes the quantile fit on the notes folders (none of these).
-            fitted = {**fitted, "level": prose[1][measured.model], "prose": round(share, 4)}
+            fitted = {**fitted, "level": prose_level, "prose": round(share, 4)}
         entry = measured.held_out(held, fitted)
         report["sets"][held] = entry
         say(

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -19,7 +21,8 @@ from ragbrain.evaluation.offtopic import (
     offtopic_stats,
 )
 from ragbrain.graph import build_graph
-from ragbrain.models.profiles import profile
+from ragbrain.models.embeddings import model_name_of
+from ragbrain.models.profiles import ModelProfile, profile
 from ragbrain.refusal import offtopic
 from ragbrain.refusal.offtopic import OffTopicCut, refusal_reason, script_of
 from ragbrain.state import RETRIEVAL_KEY
@@ -419,44 +422,53 @@ def test_a_one_script_store_of_a_multilingual_model_learns_a_cut_across_scripts(
     vectors = np.array(embeddings.embed_documents(notes(40)))
     nearest = 1.0 - (bank @ vectors.T).max(axis=1)
     foreign = [d for q, d in zip(questions, nearest, strict=True) if script_of(q) != "latin"]
-    setting = offtopic.across_setting()
-    assert setting is not None
+    setting = offtopic.across_of(model_name_of(embeddings))
+    assert setting is not None and setting.cut == 0.0  # a model without a profile: no shipped cut
     assert got.across == pytest.approx(
-        max(float(np.quantile(foreign, setting[0])), got.distance), abs=1e-3
+        max(float(np.quantile(foreign, setting.level)), got.distance), abs=1e-3
     )
     # An English-only model never gets one: other scripts are refused by script.
     english = offtopic.calibrate(store_of(tmp_path / "en", notes(40), NamedBagOfWords(MINILM)))
     assert english is not None and english.across is None
 
 
-@pytest.mark.parametrize("content", [None, "{", '{"level": 3}', '{"shipped": {}}'])
-def test_a_missing_or_bad_across_file_means_the_store_wide_cut_for_every_script(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: str | None
+def test_a_multilingual_profile_without_a_cut_across_scripts_means_the_store_wide_cut(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = tmp_path / "across.json"
-    if content is not None:
-        path.write_text(content, encoding="utf-8")
-    monkeypatch.setattr(offtopic, "ACROSS_FILE", path)
-    offtopic.across_setting.cache_clear()
-    try:
-        assert offtopic.across_setting() is None
-        got = offtopic.calibrate(store_of(tmp_path, notes(40), BagOfWordsEmbeddings()))
-        assert got is not None and got.across is None
-    finally:
-        offtopic.across_setting.cache_clear()
+    e5 = profile(E5)
+    assert e5 is not None and e5.offtopic.across is not None
+    without = replace(e5, offtopic=replace(e5.offtopic, across=None))
+    monkeypatch.setattr(offtopic, "profile", lambda model: without if model == E5 else None)
+    thai = [f"บันทึก การสำรองข้อมูล ฐานข้อมูล หมายเลข {i}" for i in range(30)]
+    got = offtopic.calibrate(store_of(tmp_path, thai, NamedBagOfWords(E5)))
+    assert got is not None and got.across is None and got.margin is None
+
+
+@pytest.mark.parametrize(
+    "across",
+    [{"level": 3, "margin": 0.1, "cut": 0.2, "by": "x"}, {"level": 0.9, "cut": 0.2, "by": "x"}],
+)
+def test_a_malformed_cut_across_scripts_in_a_profile_is_an_error(across: dict[str, Any]) -> None:
+    e5 = profile(E5)
+    assert e5 is not None
+    raw = json.loads(e5.to_json())
+    raw["offtopic"]["across"] = across
+    with pytest.raises(InvalidInputError, match=r"multilingual-e5-small\.json is malformed"):
+        ModelProfile.from_json(raw, "multilingual-e5-small.json")
+    assert ModelProfile.from_json(json.loads(e5.to_json()), "e5") == e5
 
 
 def test_a_small_one_script_store_of_a_multilingual_model_gets_the_shipped_cut_across(
     tmp_path: Path,
 ) -> None:
-    setting = offtopic.across_setting()
-    assert setting is not None and E5 in setting[1]
+    setting = offtopic.across_of(E5)
+    assert setting is not None and setting.cut > 0
     thai = [f"บันทึก การสำรองข้อมูล หมายเลข {i}" for i in range(5)]
     got = offtopic.calibrate(store_of(tmp_path, thai, NamedBagOfWords(E5)))
-    assert got is not None and got.across == setting[1][E5] and got.scripts == {"thai": 1.0}
+    assert got is not None and got.across == setting.cut and got.scripts == {"thai": 1.0}
     assert "too few to calibrate" in got.source
     limit, across = offtopic.limit_for("Why did the backup fail?", got)
-    assert across and limit == setting[1][E5]
+    assert across and limit == setting.cut
 
 
 def test_a_question_across_scripts_closer_to_a_general_question_than_to_the_notes_is_refused() -> (
@@ -479,9 +491,9 @@ def test_the_graph_measures_the_general_distance_only_across_scripts(tmp_path: P
     thai = [f"บันทึก การสำรองข้อมูล ฐานข้อมูล หมายเลข {i}" for i in range(30)]
     store = store_of(tmp_path, thai, embeddings)
     got = offtopic.store_cut(store)
-    setting = offtopic.across_setting()
+    setting = offtopic.across_of(E5)
     assert got is not None and setting is not None
-    assert got.across is not None and got.margin == setting[2]
+    assert got.across is not None and got.margin == setting.margin
     distance = offtopic.general_distance(store)
     # A question of the bank itself is at distance 0 from it.
     assert distance(offtopic.bank()[0]) == pytest.approx(0.0, abs=1e-5)
@@ -501,38 +513,28 @@ def test_prose_share_counts_english_function_words() -> None:
 def test_a_store_of_prose_takes_the_prose_quantile_and_stripped_text_the_shipped_one(
     tmp_path: Path,
 ) -> None:
-    setting = offtopic.prose_setting()
-    assert setting is not None and MINILM in setting[1]
+    found = profile(MINILM)
+    assert found is not None and found.offtopic.prose_level is not None
     embeddings = NamedBagOfWords(MINILM)
     prose = [
         f"The {w} of the note is in the folder and it is {i}" for i, w in enumerate(NOTE_WORDS * 3)
     ]
     got = offtopic.calibrate(store_of(tmp_path / "a", prose, embeddings))
-    assert got is not None and got.prose >= setting[0]
-    assert got.level == setting[1][MINILM] and "store of prose" in got.source
+    assert got is not None and got.prose >= offtopic.PROSE_SHARE
+    assert got.level == found.offtopic.prose_level and "store of prose" in got.source
     stripped = offtopic.calibrate(store_of(tmp_path / "b", notes(30), embeddings))
-    assert stripped is not None and stripped.prose < setting[0]
+    assert stripped is not None and stripped.prose < offtopic.PROSE_SHARE
     assert stripped.level == offtopic.levels(MINILM)[0]
 
 
-@pytest.mark.parametrize(
-    "content", [None, "{", '{"min_share": 0.05}', '{"min_share": 2, "levels": {}}']
-)
-def test_a_missing_or_bad_prose_file_means_the_shipped_quantile(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: str | None
+def test_a_model_without_a_prose_quantile_keeps_its_level_on_a_store_of_prose(
+    tmp_path: Path,
 ) -> None:
-    path = tmp_path / "prose.json"
-    if content is not None:
-        path.write_text(content, encoding="utf-8")
-    monkeypatch.setattr(offtopic, "PROSE_FILE", path)
-    offtopic.prose_setting.cache_clear()
-    try:
-        assert offtopic.prose_setting() is None
-        prose = [
-            f"The {w} of the note is in the folder and it is {i}"
-            for i, w in enumerate(NOTE_WORDS * 3)
-        ]
-        got = offtopic.calibrate(store_of(tmp_path, prose, NamedBagOfWords(MINILM)))
-        assert got is not None and got.level == offtopic.levels(MINILM)[0]
-    finally:
-        offtopic.prose_setting.cache_clear()
+    found = profile(E5)
+    assert found is not None and found.offtopic.prose_level is None
+    prose = [
+        f"The {w} of the note is in the folder and it is {i}" for i, w in enumerate(NOTE_WORDS * 3)
+    ]
+    got = offtopic.calibrate(store_of(tmp_path, prose, NamedBagOfWords(E5)))
+    assert got is not None and got.prose >= offtopic.PROSE_SHARE
+    assert got.level == offtopic.levels(E5)[0] and "store of prose" not in got.source

@@ -33,6 +33,25 @@ class ShippedGate:
 
 
 @dataclass(frozen=True)
+class AcrossScripts:
+    """A multilingual model's cut for a question written in a script its store's notes do not
+    use (``ragbrain.refusal.offtopic``): such a question finds its note only from farther away.
+
+    Attributes:
+        level: The quantile of the general questions in other scripts that becomes the cut.
+        margin: A question past the store-wide cut that comes closer to a general question than
+            to the notes by more than this is off-topic; None: no such test.
+        cut: The cut across scripts of a store too small to calibrate.
+        by: The command that fits them (and writes them here).
+    """
+
+    level: float
+    margin: float | None
+    cut: float
+    by: str
+
+
+@dataclass(frozen=True)
 class OffTopicLevels:
     """A model's off-topic refusal values (``ragbrain.refusal.offtopic``).
 
@@ -42,6 +61,11 @@ class OffTopicLevels:
         cut: The cut of a store too small to calibrate.
         support: The lexical support that rescues a far question.
         by: The command that fits them (and writes them here).
+        prose_level: The quantile a store whose chunks read as prose uses instead of
+            ``level`` (fit on notes folders: ``python -m benchmarks.notes --ship``); None:
+            ``level`` for every store.
+        across: The cut for questions in a script the notes do not use (multilingual models);
+            None: the store-wide cut for every question.
     """
 
     level: float
@@ -49,6 +73,28 @@ class OffTopicLevels:
     cut: float
     support: float
     by: str
+    prose_level: float | None = None
+    across: AcrossScripts | None = None
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> OffTopicLevels:
+        """The values from a profile's ``offtopic`` entry.
+
+        Raises:
+            ValueError: A quantile out of [0, 1] or a cut out of (0, 2].
+        """
+        fields = dict(raw)
+        across = fields.pop("across", None)
+        levels = cls(**fields, across=None if across is None else AcrossScripts(**across))
+        quantiles = [levels.level, levels.strict_scale]
+        quantiles += [levels.prose_level] if levels.prose_level is not None else []
+        cuts = [levels.cut]
+        if levels.across is not None:
+            quantiles.append(levels.across.level)
+            cuts.append(levels.across.cut)
+        if not all(0.0 <= q <= 1.0 for q in quantiles) or not all(0.0 < c <= 2.0 for c in cuts):
+            raise ValueError(f"a quantile or cut out of range in {raw}")
+        return levels
 
 
 @dataclass(frozen=True)
@@ -112,7 +158,7 @@ class ModelProfile:
                 chosen_for=chosen_for,
                 reads=None if reads is None else tuple(str(r) for r in reads),
                 gate=ShippedGate(**raw["gate"]),
-                offtopic=OffTopicLevels(**raw["offtopic"]),
+                offtopic=OffTopicLevels.from_json(raw["offtopic"]),
                 bm25_power=float(raw["bm25_power"]),
                 own_tokenizer_chunks=bool(raw["own_tokenizer_chunks"]),
                 critic_base=str(raw["critic_base"]),

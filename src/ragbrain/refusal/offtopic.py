@@ -29,13 +29,19 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragbrain._util import write_bytes
-from ragbrain.models.profiles import OffTopicLevels, chosen_for, default_profile, profile
+from ragbrain.models.profiles import (
+    AcrossScripts,
+    OffTopicLevels,
+    chosen_for,
+    default_profile,
+    profile,
+)
 from ragbrain.paths import cache_root
 
 if TYPE_CHECKING:
@@ -67,16 +73,10 @@ SCRIPT_SAMPLE = 400
 CROSS_SAMPLE = 5000
 #: Fewer bank questions than this in scripts the notes do not use: no cut across scripts.
 MIN_ACROSS = 20
-#: The cut across scripts: its quantile of the bank's questions in other scripts, and the cut
-#: shipped per model for stores too small to calibrate (``python -m benchmarks.crosslang
-#: --ship``; docs/refusal.md). Without the file, no cut across scripts.
-ACROSS_FILE = Path(__file__).with_name("across.json")
-
-
-#: Stores whose chunks read as prose (``prose_share``) use the quantile fit on notes folders
-#: (``python -m benchmarks.notes --ship``): ``{"min_share": 0.05, "levels": {model: q}}``.
-#: Without the file, every store uses ``LEVELS``.
-PROSE_FILE = Path(__file__).with_name("prose.json")
+#: Stores whose chunks are at least this share English function words (``prose_share``) read
+#: as prose and use their model's ``prose_level`` (fit on notes folders): every notes folder
+#: holds 18-22%, SciFact 29%, CoSQA 17%, NFCorpus's stop-word-stripped abstracts 0.2%.
+PROSE_SHARE = 0.05
 #: English function words: their share of a store's words tells prose from text stripped of
 #: them (NFCorpus's preprocessed abstracts: 0.2%; notes, abstracts and code: 17-29%).
 FUNCTION_WORDS = frozenset(
@@ -124,47 +124,17 @@ def prose_share(texts: Iterable[str]) -> float:
     return sum(w in FUNCTION_WORDS for w in words) / len(words) if words else 0.0
 
 
-@cache
-def prose_setting() -> tuple[float, dict[str, float]] | None:
-    """The share above which a store reads as prose, and the quantile per model such stores
-    use (``PROSE_FILE``); None (logged) when the file is missing or malformed."""
-    try:
-        raw = json.loads(PROSE_FILE.read_text(encoding="utf-8"))
-        share = float(raw["min_share"])
-        levels_ = {str(k): float(v) for k, v in dict(raw["levels"]).items()}
-        if not 0.0 <= share <= 1.0 or not all(0.0 <= v <= 1.0 for v in levels_.values()):
-            raise ValueError("a share or quantile out of range")
-    except FileNotFoundError:
-        log.warning("%s is missing: every store uses the shipped quantile", PROSE_FILE)
+def across_of(model: str) -> AcrossScripts | None:
+    """The cut across scripts ``model``'s stores use: its profile's; for a model without a
+    profile (read as reading every script), the multilingual model's quantile and margin
+    without its shipped cut. None for a model that reads English only."""
+    if english_only(model):
         return None
-    except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError) as exc:
-        log.warning("%s is unreadable (%s): every store uses the shipped quantile", PROSE_FILE, exc)
-        return None
-    return share, levels_
-
-
-@cache
-def across_setting() -> tuple[float, dict[str, float], float | None] | None:
-    """The cut across scripts' quantile, its shipped cuts per model and the margin by which a
-    question closer to a general question than to the notes is off-topic (``ACROSS_FILE``);
-    None (logged) when the file is missing or malformed: every question then gets the
-    store-wide cut."""
-    try:
-        raw = json.loads(ACROSS_FILE.read_text(encoding="utf-8"))
-        level = float(raw["level"])
-        shipped = {str(k): float(v) for k, v in dict(raw.get("shipped", {})).items()}
-        margin = None if raw.get("margin") is None else float(raw["margin"])
-        if not 0.0 <= level <= 1.0 or not all(0.0 < v <= 2.0 for v in shipped.values()):
-            raise ValueError("a quantile or cut out of range")
-        if margin is not None and not -1.0 <= margin <= 1.0:
-            raise ValueError("the margin is out of range")
-    except FileNotFoundError:
-        log.warning("%s is missing: no off-topic cut across scripts", ACROSS_FILE)
-        return None
-    except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError) as exc:
-        log.warning("%s is unreadable (%s): no off-topic cut across scripts", ACROSS_FILE, exc)
-        return None
-    return level, shipped, margin
+    found = profile(model)
+    if found is not None:
+        return found.offtopic.across
+    across = chosen_for("multilingual").offtopic.across
+    return None if across is None else replace(across, cut=0.0)
 
 
 @dataclass(frozen=True)
@@ -380,13 +350,13 @@ def calibrate(
     strict_scale = levels(model)[1] if strict_scale is None else strict_scale
     count = store.count()
     english = english_only(model)
-    setting = None if english else across_setting()
+    setting = across_of(model)
     if count < MIN_CHUNKS:
         shipped = shipped_cut(model)
         if shipped is None:
             return None
         scripts: dict[str, float] = {}
-        across_cut = setting[1].get(model) if setting is not None and count else None
+        across_cut = setting.cut if setting is not None and setting.cut and count else None
         if across_cut is not None:
             small = store.call(
                 "Reading chunks for their scripts",
@@ -403,7 +373,7 @@ def calibrate(
             chunks=count,
             support=shipped.support,
             across=across_cut if scripts else None,
-            margin=setting[2] if scripts and setting is not None else None,
+            margin=setting.margin if scripts and setting is not None else None,
         )
     questions = bank(english_only=english)
     vectors = query_vectors(store.embeddings, questions)
@@ -418,17 +388,12 @@ def calibrate(
     )
     texts = [t or "" for t in sample["documents"] or []]
     prose = round(prose_share(texts[:SCRIPT_SAMPLE]), 4)
-    prose_levels = prose_setting()
-    if (
-        explicit is None
-        and prose_levels is not None
-        and model in prose_levels[1]
-        and prose >= prose_levels[0]
-    ):
-        level = prose_levels[1][model]
-        prosed = True
-    else:
-        prosed = False
+    # The prose quantile was fit for its model's distances: a model without a profile has none.
+    found = profile(model)
+    prose_level = None if found is None else found.offtopic.prose_level
+    prosed = explicit is None and prose_level is not None and prose >= PROSE_SHARE
+    if prosed and prose_level is not None:
+        level = prose_level
     sources = [
         str((m or {}).get("source") or id_)
         for id_, m in zip(sample["ids"], sample["metadatas"] or [], strict=False)
@@ -459,7 +424,7 @@ def calibrate(
                 if script_of(q) not in written_in
             ]
             if len(foreign) >= MIN_ACROSS:
-                across = round(max(quantile(foreign, setting[0]), quantile(distances, level)), 4)
+                across = round(max(quantile(foreign, setting.level), quantile(distances, level)), 4)
                 source += f" ({len(foreign)} in other scripts than the notes')"
     distance = quantile(distances, level)
     return OffTopicCut(
@@ -471,7 +436,7 @@ def calibrate(
         chunks=count,
         support=rescue(model),
         across=across,
-        margin=setting[2] if across is not None and setting is not None else None,
+        margin=setting.margin if across is not None and setting is not None else None,
         per_source=per_source,
         prose=prose,
         level=level,
