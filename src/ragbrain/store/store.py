@@ -72,6 +72,9 @@ class Store(Searching, Writing, Records):
     whether another process wrote since it last looked, and if so reopens its Chroma client
     with fresh segments. It writes only inside ``writing``: holding the writer lock, after
     following what others wrote.
+
+    This class opens and follows; the rest comes from its parts: ``Searching`` (and the
+    ``Reading`` under it), ``Writing`` and ``Records`` (``ragbrain.store.base``).
     """
 
     def __init__(
@@ -112,7 +115,7 @@ class Store(Searching, Writing, Records):
         self._type_index = TypeIndex(
             live, cache_folder=self.sidecar("type-vectors"), version=self.version
         )
-        self._types_seen: tuple[object, float, list[str]] | None = None
+        self._types_seen = None
         self._scope_vectors = ScopeVectors(live)
         self._ledger = LedgerView(live, self.call, self.version)
         sqlite = self.sqlite_file()
