@@ -29,7 +29,7 @@ from ragbrain.store.hits import Hit
 if TYPE_CHECKING:
     from ragbrain.lexical.index import LexicalIndex
     from ragbrain.query.filters import Filters
-    from ragbrain.store import Store
+    from ragbrain.store.searchable import SearchableStore
 
 RRF_K = 60
 #: Each side contributes its best ``max(k, CANDIDATES)`` chunks to the fusion.
@@ -69,7 +69,7 @@ def rrf(
 
 
 def fuse_hits(
-    store: Store,
+    store: SearchableStore,
     query: str,
     rankings: Sequence[Sequence[Hit | str]],
     k: int,
@@ -95,7 +95,9 @@ def fuse_hits(
     return _as_hits(store, query, rrf(id_rankings, weights=weights)[:k], known)
 
 
-def _as_hits(store: Store, query: str, ids: Sequence[str], known: dict[str, Hit]) -> list[Hit]:
+def _as_hits(
+    store: SearchableStore, query: str, ids: Sequence[str], known: dict[str, Hit]
+) -> list[Hit]:
     """``ids`` as hits: the ``known`` ones as they are, the others read from the store with
     their true cosine distance to ``query``."""
     missing = [id_ for id_ in ids if id_ not in known]
@@ -106,7 +108,7 @@ def _as_hits(store: Store, query: str, ids: Sequence[str], known: dict[str, Hit]
     return [found[id_] for id_ in ids if id_ in found]
 
 
-def dense_trusted(store: Store, query: str, languages: Sequence[str] | None) -> bool:
+def dense_trusted(store: SearchableStore, query: str, languages: Sequence[str] | None) -> bool:
     """Whether the dense ranking of ``query`` counts in the fusion.
 
     Args:
@@ -226,7 +228,7 @@ class Fused:
 
 
 def hybrid_fusion(
-    store: Store,
+    store: SearchableStore,
     index: LexicalIndex,
     query: str,
     k: int,
@@ -282,7 +284,7 @@ def hybrid_fusion(
 
 
 def hybrid_search(
-    store: Store,
+    store: SearchableStore,
     index: LexicalIndex,
     query: str,
     k: int,

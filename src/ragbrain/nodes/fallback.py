@@ -14,7 +14,7 @@ from ragbrain.store.hits import Hit
 
 if TYPE_CHECKING:
     from ragbrain.lexical.sync import LexicalSearcher
-    from ragbrain.store import Store
+    from ragbrain.store.searchable import SearchableStore
 
 
 def rescued(hits: list[Hit]) -> list[Hit]:
@@ -38,7 +38,7 @@ def can_widen(types: list[str] | None, search_mode: str, lexical: object | None)
     return bool(types) or (lexical is not None and search_mode != "hybrid")
 
 
-def make_fallback_search(store: Store, lexical: LexicalSearcher | None = None) -> Node:
+def make_fallback_search(store: SearchableStore, lexical: LexicalSearcher | None = None) -> Node:
     """Bind the store (and the lexical index, for the lexical rescue) into ``fallback_search``.
 
     The rungs: without the type filter (when there was one), and, with a lexical index, a

@@ -25,7 +25,7 @@ from ragbrain.store.hits import Hit
 
 if TYPE_CHECKING:
     from ragbrain.critic.base import Critic
-    from ragbrain.store import Store
+    from ragbrain.store.searchable import SearchableStore
 
 Search = Callable[[str, int], list[Hit]]
 
@@ -59,7 +59,7 @@ def represented(fused: Sequence[str], bests: Sequence[str | None], depth: int) -
 
 
 def search_parts(
-    store: Store, query: str, parts: Sequence[str], depth: int, search: Search
+    store: SearchableStore, query: str, parts: Sequence[str], depth: int, search: Search
 ) -> list[Hit]:
     """Search ``query`` and each of ``parts`` with ``search`` (``depth`` hits each) and hand
     over the fused ``depth``, each part's best among them.

@@ -18,10 +18,10 @@ from ragbrain.store.hits import Hit
 if TYPE_CHECKING:
     from ragbrain.lexical.fusion import Fused
     from ragbrain.lexical.sync import LexicalSearcher
-    from ragbrain.store import Store
+    from ragbrain.store.searchable import SearchableStore
 
 
-def make_vector_search(store: Store, lexical: LexicalSearcher | None = None) -> Node:
+def make_vector_search(store: SearchableStore, lexical: LexicalSearcher | None = None) -> Node:
     """Bind the store (and the lexical index, for hybrid search) into the ``vector_search`` node.
 
     It fetches the ``candidates`` that ``choose_depth`` decided (at least the depth). In

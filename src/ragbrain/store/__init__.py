@@ -1,12 +1,15 @@
 """The Chroma store: connecting (a folder or a server), the collection's checks, reads, writes
 and search, the writers' lock and crash repair, type-filtered search, deadlines and retries.
 
-``Store`` is what the rest of the package uses; the modules beside it each do one part.
+``Store`` is what the rest of the package uses (its parts: ``reading``, ``searching``,
+``writing``, ``records``); the modules beside it each do one part. ``SearchableStore`` is what
+the graph's nodes need of a store.
 """
 
 from ragbrain.store.connect import connect, parse_server_url
 from ragbrain.store.keys import COLLECTION, DIMENSION_KEY, GATE_KEY, MODEL_KEY
 from ragbrain.store.resilience import StorePolicy
+from ragbrain.store.searchable import SearchableStore
 from ragbrain.store.store import Store
 
 __all__ = [
@@ -14,6 +17,7 @@ __all__ = [
     "DIMENSION_KEY",
     "GATE_KEY",
     "MODEL_KEY",
+    "SearchableStore",
     "Store",
     "StorePolicy",
     "connect",
