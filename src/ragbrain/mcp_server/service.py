@@ -1,9 +1,9 @@
 """The MCP server's state: the store, models and retriever, loaded once, and the tools' work.
 
-(419 lines, over the package's ~300: ``RagbrainService`` is the one object the tools
-share, holding the loaded models, the write lock and the search semaphore, and each of its
-methods is one tool's work, turning the library's answer into that tool's schema; the schemas
-are in ``schemas`` and ``results``, the wiring to MCP in ``server`` and ``http``.)
+(Longer than the package's modules: ``RagbrainService`` is the one object the tools share,
+holding the loaded models, the write lock and the search semaphore, and each of its methods is
+one tool's work, turning the library's answer into that tool's schema; the schemas are in
+``schemas`` and ``results``, the wiring to MCP in ``server`` and ``http``.)
 """
 
 from __future__ import annotations
