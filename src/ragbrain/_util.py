@@ -1,5 +1,6 @@
 """Small helpers used across the package: atomic writes, optional extras, safe text to show,
-progress on a terminal, and giving freed heap memory back to the system."""
+work in a thread of its own, progress on a terminal, and giving freed heap memory back to the
+system."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ import importlib.util
 import os
 import re
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ragbrain.errors import MissingExtraError
 
@@ -114,6 +116,36 @@ def clean_text(text: str, limit: int) -> tuple[str, bool]:
     """
     cleaned = UNSAFE.sub("", text)
     return cleaned[:limit], len(cleaned) > limit
+
+
+# --- Work in a thread of its own, its result (or error) handed to whoever waits for it.
+
+T = TypeVar("T")
+
+
+class Background(Generic[T]):
+    """``work()`` run in a thread of its own (named ``name``); ``result()`` waits for it,
+    raising its error in the caller's thread."""
+
+    def __init__(self, work: Callable[[], T], name: str) -> None:
+        self._work = work
+        self._value: T | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name=name)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._value = self._work()
+        except BaseException as exc:  # raised again, in the caller's thread, by result()
+            self._error = exc
+
+    def result(self) -> T:
+        """The work's return value, once it is done."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value  # type: ignore[return-value]
 
 
 # --- Progress for long operations: a bar on a terminal, a few plain lines otherwise.

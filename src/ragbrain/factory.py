@@ -1,11 +1,22 @@
-"""Building a ready graph from a store folder: embeddings, store, critic, in one call."""
+"""Every way of building the retrieval graph, in one place.
+
+``BuildOptions`` holds what the ways share (embeddings, critic, store policy, model check);
+``open_store`` opens a store folder or server and ``open_vectorstore`` wraps a caller's
+langchain-chroma store; both hand the opened store to ``assemble``, which gives it its critic,
+its lexical index and the graph. ``open_graph``, ``CorrectiveRetriever.from_store`` /
+``from_server`` / ``from_vectorstore``, the MCP server and Studio (``default_graph``) all go
+through them.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ragbrain._util import Background
 from ragbrain.checks import (
     check_critic_choice,
     check_embeddings,
@@ -31,18 +42,194 @@ from ragbrain.store.resilience import StorePolicy
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
+    from ragbrain.critic.base import Critic
     from ragbrain.graph import Graph
+    from ragbrain.lexical.sync import LexicalSearcher
 
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "BuildOptions",
+    "Built",
     "CriticChoice",
     "OnCriticError",
+    "assemble",
     "default_graph",
     "open_graph",
+    "open_store",
     "open_store_and_graph",
+    "open_vectorstore",
     "resolve_critic",
 ]
+
+
+@dataclasses.dataclass(frozen=True)
+class BuildOptions:
+    """What every way of building the graph takes, whatever the store.
+
+    Attributes:
+        embeddings: The model that embeds queries; None is the store's own (the model a
+            store folder records, a vector store's embedding function).
+        critic: ``"default"``, a critic folder, a ``Critic`` or None (``resolve_critic``).
+        on_critic_error: ``"raise"`` a ``CriticLoadError`` or ``"disable"`` the critic.
+        policy: Deadline and retries of every store call; None is ``StorePolicy()``.
+        check_model: Embed a few stored texts again and refuse a query model that did not
+            make the stored vectors (``WrongModelError``); a store folder is checked only
+            when ``embeddings`` is given.
+    """
+
+    embeddings: Embeddings | None = None
+    critic: CriticChoice = "default"
+    on_critic_error: OnCriticError = "raise"
+    policy: StorePolicy | None = None
+    check_model: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class Built:
+    """An opened store and the graph over it, with the parts the graph was built from.
+
+    Attributes:
+        store: The opened store (a ``WrappedStore`` for a caller's vector store).
+        graph: The compiled graph.
+        lexical: The store's lexical index; None for a collection without stored texts.
+        critic: The critic, ready for the store (not bound to it); None when off.
+        critic_off_reason: Why the critic is off (what the trace says).
+        notes: The trace's lines about the store (a wrapped collection's distances, gate and
+            what it lacks).
+    """
+
+    store: Store
+    graph: Graph
+    lexical: LexicalSearcher | None
+    critic: Critic | None
+    critic_off_reason: str
+    notes: tuple[str, ...] = ()
+
+
+def assemble(
+    store: Store, options: BuildOptions, prepare: Callable[[], LexicalSearcher | None]
+) -> Built:
+    """The graph over an opened ``store``: the critic chosen in ``options``, made ready for the
+    store (``ready_for``) in a thread of its own while ``prepare`` readies the store and returns
+    its lexical index (on a store that uses the cross-encoder, torch and its weights load
+    meanwhile: docs/mcp.md measures the first search), then the graph. A store without a
+    lexical index stores no texts (a wrapped collection without them): its critic is off.
+
+    Raises:
+        CriticLoadError: The critic cannot be loaded and ``on_critic_error`` is ``"raise"``
+            (before any error of ``prepare``, as when the critic loaded first).
+    """
+    on_error = options.on_critic_error
+    loading = Background(
+        lambda: ready_for(*resolve_critic(options.critic, on_error), store, on_error),
+        name="ragbrain-load-critic",
+    )
+    try:
+        lexical = prepare()
+    finally:
+        critic, off_reason = loading.result()
+    if lexical is None and critic is not None:
+        critic, off_reason = None, "the collection stores no texts to judge"
+    graph = build_graph(store, critic, critic_off_reason=off_reason, lexical=lexical)
+    return Built(store, graph, lexical, critic, off_reason)
+
+
+def open_store(
+    path: str | Path | None,
+    options: BuildOptions,
+    *,
+    convert_space: bool = False,
+    server: str | None = None,
+    create: bool = False,
+) -> Built:
+    """The store in ``path`` (or on ``server``; with ``create``, made if missing) and the
+    graph over it (``assemble``), its lexical index opened beside it and rebuilt if stale.
+    With ``options.embeddings`` given and ``options.check_model``, a few stored chunks are
+    embedded again and compared with their stored vectors (``check_store_model``).
+
+    Raises:
+        WrongTypeError, StoreNotFoundError, StoreMismatchError, WrongModelError,
+        StoreUnavailableError, CriticLoadError.
+    """
+    where = "open_graph"
+    check_location(path, where)
+    check_embeddings(options.embeddings, where)
+    check_critic_choice(options.critic, where)
+    check_one_of(options.on_critic_error, ON_CRITIC_ERROR, "on_critic_error", where)
+    check_flag(convert_space, "convert_space", where)
+    check_policy(options.policy, where)
+    if server is not None and not isinstance(server, str):
+        raise WrongTypeError(
+            f"{where}: server must be a URL, http://HOST:PORT; got {describe(server)}."
+        )
+    store = Store.open(
+        path,
+        options.embeddings,
+        create=create,
+        convert_space=convert_space,
+        server=server,
+        policy=options.policy,
+    )
+    if options.embeddings is not None and options.check_model:
+        check_store_model(store)
+    from ragbrain.lexical.sync import LexicalSearcher
+
+    # The lexical index is checked against the store and brought in step if it lags.
+    return assemble(store, options, lambda: LexicalSearcher(store))
+
+
+def open_vectorstore(
+    vectorstore: object,
+    options: BuildOptions,
+    *,
+    type_key: str = "type",
+    source_key: str = "source",
+    progress: Callable[[int, int], None] | None = None,
+    calibrate: bool = True,
+) -> Built:
+    """A caller's ``langchain_chroma.Chroma`` wrapped as a store (``wrap_chroma``) and the
+    graph over it (``assemble``), with the trace's lines about the store in ``notes``.
+
+    Args:
+        vectorstore: A ``langchain_chroma.Chroma``.
+        options: As for a store folder; ``embeddings`` None is the vector store's own.
+        type_key: The metadata key of the note type.
+        source_key: The metadata key of the source.
+        progress: Called with (chunks read, chunks in all) while the lexical index is built
+            the first time (``vectorstores.wrap.first_index``).
+        calibrate: Calibrate the gate on the store when its model has no shipped one (False:
+            the caller's context sets the threshold; ``vectorstores.wrap.store_gate_note``).
+
+    Raises:
+        WrongTypeError, StoreNotFoundError, StoreMismatchError, WrongModelError,
+        CriticLoadError.
+    """
+    from ragbrain.lexical.sync import LexicalSearcher
+    from ragbrain.store.wrapped import wrap_chroma
+    from ragbrain.vectorstores.wrap import first_index, store_gate_note
+
+    check_critic_choice(options.critic, "critic")
+    check_one_of(options.on_critic_error, ON_CRITIC_ERROR, "on_critic_error", "critic")
+    store, inspection = wrap_chroma(
+        vectorstore,
+        options.embeddings,
+        type_key=type_key,
+        source_key=source_key,
+        policy=options.policy,
+        check_model=options.check_model,
+    )
+    notes = inspection.notes()
+
+    def prepare() -> LexicalSearcher | None:
+        lexical = None
+        if inspection.texts or not inspection.count:
+            lexical = LexicalSearcher(store, first_index(store, progress))
+        notes.append(store_gate_note(store, calibrate))
+        return lexical
+
+    built = assemble(store, options, prepare)
+    return dataclasses.replace(built, notes=tuple(notes))
 
 
 def open_graph(
@@ -63,15 +250,10 @@ def open_graph(
     Raises:
         StoreNotFoundError, StoreMismatchError, StoreUnavailableError, CriticLoadError.
     """
-    return open_store_and_graph(
-        path,
-        embeddings=embeddings,
-        critic=critic,
-        on_critic_error=on_critic_error,
-        convert_space=convert_space,
-        server=server,
-        policy=policy,
-    )[1]
+    options = BuildOptions(
+        embeddings=embeddings, critic=critic, on_critic_error=on_critic_error, policy=policy
+    )
+    return open_store(path, options, convert_space=convert_space, server=server).graph
 
 
 def open_store_and_graph(
@@ -94,26 +276,15 @@ def open_store_and_graph(
         StoreNotFoundError, StoreMismatchError, WrongModelError, StoreUnavailableError,
         CriticLoadError.
     """
-    where = "open_graph"
-    check_location(path, where)
-    check_embeddings(embeddings, where)
-    check_critic_choice(critic, where)
-    check_one_of(on_critic_error, ON_CRITIC_ERROR, "on_critic_error", where)
-    check_flag(convert_space, "convert_space", where)
-    check_policy(policy, where)
-    if server is not None and not isinstance(server, str):
-        raise WrongTypeError(
-            f"{where}: server must be a URL, http://HOST:PORT; got {describe(server)}."
-        )
-    store = Store.open(path, embeddings, convert_space=convert_space, server=server, policy=policy)
-    if embeddings is not None and check_model:
-        check_store_model(store)
-    chosen, off_reason = ready_for(*resolve_critic(critic, on_critic_error), store, on_critic_error)
-    from ragbrain.lexical.sync import LexicalSearcher
-
-    # The lexical index is checked against the store and brought in step if it lags.
-    lexical = LexicalSearcher(store)
-    return store, build_graph(store, chosen, critic_off_reason=off_reason, lexical=lexical)
+    options = BuildOptions(
+        embeddings=embeddings,
+        critic=critic,
+        on_critic_error=on_critic_error,
+        policy=policy,
+        check_model=check_model,
+    )
+    built = open_store(path, options, convert_space=convert_space, server=server)
+    return built.store, built.graph
 
 
 #: Stored chunks read for the model check, of which the shortest few are embedded again.

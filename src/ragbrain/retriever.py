@@ -29,7 +29,13 @@ from ragbrain.arguments import (
 from ragbrain.checks import check_embeddings, check_flag, describe
 from ragbrain.context import RetrievalContext
 from ragbrain.errors import InvalidInputError, WrongTypeError
-from ragbrain.factory import CriticChoice, OnCriticError, open_store_and_graph
+from ragbrain.factory import (
+    BuildOptions,
+    CriticChoice,
+    OnCriticError,
+    open_store,
+    open_vectorstore,
+)
 from ragbrain.query.filters import Filters
 from ragbrain.query.inputs import MAX_QUERY_CHARS, check_k, check_types
 from ragbrain.query.typematch import unknown_types
@@ -150,18 +156,16 @@ class CorrectiveRetriever(BaseRetriever):
         where = "CorrectiveRetriever.from_store"
         fields = _checked_fields(fields, where, _FROM_STORE, "type")
         check_flag(check_model, "check_model", where)
-        store, graph = open_store_and_graph(
-            path,
+        options = BuildOptions(
             embeddings=embeddings,
             critic=critic,
             on_critic_error=on_critic_error,
-            convert_space=convert_space,
-            server=server,
             policy=policy,
             check_model=check_model,
         )
-        fields.setdefault("known_types", store.known_types)
-        return cls(graph=graph, **fields)
+        built = open_store(path, options, convert_space=convert_space, server=server)
+        fields.setdefault("known_types", built.store.known_types)
+        return cls(graph=built.graph, **fields)
 
     @classmethod
     def from_vectorstore(
@@ -217,8 +221,6 @@ class CorrectiveRetriever(BaseRetriever):
             StoreNotFoundError: The vector store's collection was deleted.
             CriticLoadError: The critic cannot be loaded (``on_critic_error="raise"``).
         """
-        from ragbrain.vectorstores.wrap import open_vectorstore_graph
-
         where = "CorrectiveRetriever.from_vectorstore"
         fields = _checked_fields(
             fields, where, _FROM_VECTORSTORE, type_key if isinstance(type_key, str) else "type"
@@ -226,23 +228,26 @@ class CorrectiveRetriever(BaseRetriever):
         check_embeddings(embeddings, "from_vectorstore")
         check_flag(check_model, "check_model", where)
         context = fields.get("context")
-        store, graph, notes = open_vectorstore_graph(
-            vectorstore,
+        options = BuildOptions(
             embeddings=embeddings,
             critic=critic,
             on_critic_error=on_critic_error,
+            policy=policy,
+            check_model=check_model,
+        )
+        built = open_vectorstore(
+            vectorstore,
+            options,
             type_key=type_key,
             source_key=source_key,
-            policy=policy,
             progress=progress,
             calibrate=not (
                 isinstance(context, RetrievalContext) and context.gate_threshold is not None
             ),
-            check_model=check_model,
         )
-        fields.setdefault("known_types", store.known_types)
-        fields.setdefault("store_notes", notes)
-        return cls(graph=graph, **fields)
+        fields.setdefault("known_types", built.store.known_types)
+        fields.setdefault("store_notes", list(built.notes))
+        return cls(graph=built.graph, **fields)
 
     @classmethod
     def from_server(cls, url: str, **kwargs: Any) -> CorrectiveRetriever:

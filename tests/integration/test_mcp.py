@@ -104,11 +104,11 @@ def test_the_command_starts_loading_before_it_serves(
 
 
 def test_the_critic_loads_beside_the_store_and_its_errors_reach_the_caller() -> None:
-    from ragbrain.mcp_server.service import _Background
+    from ragbrain._util import Background
 
-    assert _Background(lambda: 42).result() == 42
+    assert Background(lambda: 42, name="test").result() == 42
     with pytest.raises(ValueError, match="bad critic"):
-        _Background(lambda: (_ for _ in ()).throw(ValueError("bad critic"))).result()
+        Background(lambda: (_ for _ in ()).throw(ValueError("bad critic")), name="test").result()
 
 
 def test_allow_must_be_existing_folders(tmp_path: Path) -> None:

@@ -1,9 +1,9 @@
 """The MCP server's state: the store, models and retriever, loaded once, and the tools' work.
 
-(419 lines, over the package's ~300: ``RagbrainService`` is the one object the tools
-share, holding the loaded models, the write lock and the search semaphore, and each of its
-methods is one tool's work, turning the library's answer into that tool's schema; the schemas
-are in ``schemas`` and ``results``, the wiring to MCP in ``server`` and ``http``.)
+(Longer than the package's modules: ``RagbrainService`` is the one object the tools share,
+holding the loaded models, the write lock and the search semaphore, and each of its methods is
+one tool's work, turning the library's answer into that tool's schema; the schemas are in
+``schemas`` and ``results``, the wiring to MCP in ``server`` and ``http``.)
 """
 
 from __future__ import annotations
@@ -12,18 +12,16 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING
 
 from ragbrain.context import RetrievalContext
-from ragbrain.critic.base import Critic, threshold_label
-from ragbrain.critic.choice import ready_for
+from ragbrain.critic.base import threshold_label
 from ragbrain.errors import InvalidInputError, RagbrainError
-from ragbrain.factory import CriticChoice, resolve_critic
+from ragbrain.factory import BuildOptions, CriticChoice, open_store
 from ragbrain.gates import run_gate
-from ragbrain.graph import build_graph
 from ragbrain.ingest.inbox import Inbox
 from ragbrain.mcp_server.results import (
     MAX_LABEL_CHARS,
@@ -59,7 +57,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
 MAX_PARALLEL = 8  # searches run at once, at most (and at most one per core)
 
 
@@ -94,30 +91,6 @@ def check_roots(roots: Sequence[str | Path]) -> tuple[Path, ...]:
             raise InvalidInputError(f"--allow {root}: not an existing folder.")
         checked.append(real)
     return tuple(dict.fromkeys(checked))
-
-
-class _Background(Generic[T]):
-    """``work()`` run in a thread of its own; ``result()`` waits for it (raising its error)."""
-
-    def __init__(self, work: Callable[[], T]) -> None:
-        self._work = work
-        self._value: T | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="ragbrain-load-critic")
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            self._value = self._work()
-        except BaseException as exc:  # raised again, in the caller's thread, by result()
-            self._error = exc
-
-    def result(self) -> T:
-        """The work's return value, once it is done."""
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._value  # type: ignore[return-value]
 
 
 class RagbrainService:
@@ -211,25 +184,23 @@ class RagbrainService:
                 return self._loaded
             started = time.perf_counter()
             # One store for the tools and the retriever's graph, built as open_graph builds
-            # it (lexical index, calibrated gate, critic): a note that remember or ingest
-            # writes is seen by the next search (a second client on the same folder would
-            # not see it). With no embeddings given, the model the store records.
-            # The critic loads in a thread of its own beside the lexical index: on an English
-            # store the evidence critic (a small JSON layer), on the others the cross-encoder
-            # (torch and its weights: 0.6-0.8 s of the first search on 2 busy cores, measured
-            # with benchmarks.mcp_speed first-search).
-            store = Store.open(self.store_path, self._embeddings, create=bool(self.allowed))
-            critic_loader = _Background(lambda: self._critic(store))
-            from ragbrain.lexical.sync import LexicalSearcher
-
-            lexical = LexicalSearcher(store)
-            critic, off_reason = critic_loader.result()
-            graph = build_graph(store, critic, critic_off_reason=off_reason, lexical=lexical)
+            # it (critic, lexical index): a note that remember or ingest writes is seen by the
+            # next search (a second client on the same folder would not see it). A critic
+            # that fails to load is turned off; the store's model is not checked again.
+            options = BuildOptions(
+                embeddings=self._embeddings,
+                critic=self._critic_choice,
+                on_critic_error="disable",
+                check_model=False,
+            )
+            built = open_store(self.store_path, options, create=bool(self.allowed))
+            store, lexical, critic = built.store, built.lexical, built.critic
+            assert lexical is not None  # a store folder always has its lexical index
             retriever = CorrectiveRetriever(
-                graph=graph, known_types=store.known_types, context=self._context
+                graph=built.graph, known_types=store.known_types, context=self._context
             )
             if critic is None:
-                status = f"off: {off_reason}"
+                status = f"off: {built.critic_off_reason}"
             else:
                 critic = bind_critic(critic, store, lexical)  # as the retriever's graph uses it
                 where = getattr(critic, "folder", None) or getattr(critic, "path", None)
@@ -243,11 +214,6 @@ class RagbrainService:
                 status,
             )
             return self._loaded
-
-    def _critic(self, store: Store) -> tuple[Critic | None, str]:
-        """The critic choice resolved (a load failure runs without it), with what the store
-        needs loaded: the shipped critic's cross-encoder only on a store that uses it."""
-        return ready_for(*resolve_critic(self._critic_choice, "disable"), store, "disable")
 
     def search(
         self,

@@ -1,33 +1,25 @@
-"""The retrieval graph over a caller's langchain-chroma ``Chroma``: the wrapped store, a lexical
+"""What a caller's langchain-chroma ``Chroma`` needs before the graph runs over it: a lexical
 index built once from the collection's own texts (with progress) and kept in step by the
-store's searcher, the gate (shipped for a known model, else calibrated on the store once),
-and the critic (with its distance layer when it knows the model)."""
+store's searcher, and the gate (shipped for a known model, else calibrated on the store once).
+``factory.open_vectorstore`` wraps the store and builds the graph with them."""
 
 from __future__ import annotations
 
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ragbrain.context import DEFAULT_GATE_THRESHOLD
-from ragbrain.critic.choice import CriticChoice, OnCriticError, ready_for, resolve_critic
 from ragbrain.gates import SHIPPED_GATES
-from ragbrain.graph import build_graph
 from ragbrain.lexical.index import LexicalIndex, LexicalIndexError, columns_of
-from ragbrain.lexical.sync import LexicalSearcher, index_path
+from ragbrain.lexical.sync import index_path
 from ragbrain.lexical.tokens import tokenize
 from ragbrain.models.embeddings import model_name_of
-from ragbrain.store.wrapped import WrappedStore, wrap_chroma
+from ragbrain.store.wrapped import WrappedStore
 from ragbrain.vectorstores.gate import self_calibrate
-
-if TYPE_CHECKING:
-    from langchain_core.embeddings import Embeddings
-
-    from ragbrain.graph import Graph
-    from ragbrain.store.resilience import StorePolicy
 
 log = logging.getLogger(__name__)
 
@@ -130,58 +122,3 @@ def store_gate_note(store: WrappedStore, calibrate: bool) -> str:
         f"store: gate {chosen.threshold:.3f}, calibrated on this collection once ({model} has "
         f"no shipped gate; {chosen.searches} self-supervised searches)"
     )
-
-
-def open_vectorstore_graph(
-    vectorstore: object,
-    *,
-    embeddings: Embeddings | None = None,
-    critic: CriticChoice = "default",
-    on_critic_error: OnCriticError = "raise",
-    type_key: str = "type",
-    source_key: str = "source",
-    policy: StorePolicy | None = None,
-    progress: Progress | None = None,
-    calibrate: bool = True,
-    check_model: bool = True,
-) -> tuple[WrappedStore, Graph, list[str]]:
-    """The wrapped store (``wrap_chroma``), the graph over it, and the trace's lines about
-    the store (its distances, the gate, what is missing).
-
-    Args:
-        vectorstore: A ``langchain_chroma.Chroma``.
-        embeddings: The model that embeds queries; None: the vector store's own.
-        critic: As ``CorrectiveRetriever.from_store``; off when the collection holds no texts.
-        on_critic_error: ``"raise"`` or ``"disable"``.
-        type_key: The metadata key of the note type.
-        source_key: The metadata key of the source.
-        policy: Deadline and retries of each store call.
-        progress: Called with (chunks read, chunks in all) while the lexical index is built
-            the first time.
-        calibrate: Calibrate the gate on the store when its model has no shipped one (False:
-            the caller's context sets the threshold).
-        check_model: Check that the query model made the stored vectors (``wrap_chroma``).
-
-    Raises:
-        WrongTypeError, StoreNotFoundError, StoreMismatchError, WrongModelError,
-        CriticLoadError.
-    """
-    chosen, off_reason = resolve_critic(critic, on_critic_error)
-    store, inspection = wrap_chroma(
-        vectorstore,
-        embeddings,
-        type_key=type_key,
-        source_key=source_key,
-        policy=policy,
-        check_model=check_model,
-    )
-    chosen, off_reason = ready_for(chosen, off_reason, store, on_critic_error)
-    notes = inspection.notes()
-    lexical = None
-    if inspection.texts or not inspection.count:
-        lexical = LexicalSearcher(store, first_index(store, progress))
-    elif chosen is not None:
-        chosen, off_reason = None, "the collection stores no texts to judge"
-    notes.append(store_gate_note(store, calibrate))
-    graph = build_graph(store, chosen, critic_off_reason=off_reason, lexical=lexical)
-    return store, graph, notes
