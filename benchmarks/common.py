@@ -8,7 +8,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ragbrain.evaluation.metrics import percentile
 from ragbrain.evaluation.report import machine, write_atomic, write_json
@@ -17,6 +17,7 @@ from ragbrain.paths import cache_root
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
+    from ragbrain.context import RetrievalContext
     from ragbrain.store import Store
 
 RESULTS = Path(__file__).parent / "results"
@@ -214,15 +215,20 @@ def save(name: str, payload: dict[str, Any], markdown: str) -> None:
     say(f"wrote {RESULTS / name}.json and .md")
 
 
-def without_langgraph(
-    store: Store, critic: Any = None, lexical: Any = None
-) -> Callable[[str], Any]:
+class PlainPipeline(Protocol):
+    """The pipeline's steps as one call: a query (and its context) in, documents out."""
+
+    def __call__(self, query: str, context: RetrievalContext | None = None) -> list[Any]: ...
+
+
+def without_langgraph(store: Store, critic: Any = None, lexical: Any = None) -> PlainPipeline:
     """The graph's five node functions called in order in plain Python, the router included:
     the pipeline's work without LangGraph, so a benchmark can say what LangGraph adds."""
     from langgraph.runtime import Runtime
 
     from ragbrain.context import RetrievalContext
     from ragbrain.gates import store_gate
+    from ragbrain.nodes import Node
     from ragbrain.nodes.critic import bind_critic, make_critic_filter
     from ragbrain.nodes.depth import choose_depth
     from ragbrain.nodes.fallback import make_fallback_search
@@ -236,11 +242,11 @@ def without_langgraph(
     def run(query: str, context: RetrievalContext | None = None) -> list[Any]:
         runtime = Runtime(context=context or RetrievalContext())
         state: Any = {"query": query, "type_filter": None, "notes": []}
-        steps = [choose_depth, search, gate]
+        steps: list[Node] = [choose_depth, search, gate]
         for step in steps:
             update = step(state, runtime=runtime)
             state = {**state, **update, "notes": state["notes"] + update["notes"]}
-        tail = [fallback, judge] if route_after_gate(state) == "widen" else [judge]
+        tail: list[Node] = [fallback, judge] if route_after_gate(state) == "widen" else [judge]
         for step in tail:
             update = step(state, runtime=runtime)
             state = {**state, **update, "notes": state["notes"] + update["notes"]}

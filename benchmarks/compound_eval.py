@@ -47,7 +47,7 @@ from ragbrain.lexical.sync import LexicalSearcher
 from ragbrain.models.embeddings import EMBEDDING_CHOICES, embeddings_for, model_name_of
 from ragbrain.nodes.critic import bind_critic
 from ragbrain.query.compound import split_compound
-from ragbrain.state import Hit
+from ragbrain.store.hits import Hit
 
 if TYPE_CHECKING:
     from ragbrain.critic.base import Critic

@@ -174,7 +174,7 @@ def fixture_stores(embeddings: Any) -> dict[str, Any]:
 def slim(result: dict[str, Any]) -> dict[str, Any]:
     """``result`` with each store's off-topic questions counted, not listed (the file kept in
     ``results/``)."""
-    out = json.loads(json.dumps(result))
+    out: dict[str, Any] = json.loads(json.dumps(result))
     for entry in out["sets"].values():
         for key in ("offtopic", "others"):
             rows = entry.pop(key, [])
@@ -265,7 +265,7 @@ def main() -> None:
     from ragbrain.models.embeddings import embeddings_for, model_name_of
 
     embeddings = embeddings_for("e5-small")
-    result = {
+    result: dict[str, Any] = {
         "sets": shared_sets(args.data_root, args.docs, args.seed, embeddings),
         "fixture": fixture_stores(embeddings),
     }

@@ -209,15 +209,15 @@ def hybrid(args: argparse.Namespace) -> None:
         for i, query in enumerate(QUERIES):
             forget_queries(store)
             store.embed_query(query)  # both sides get the embedding for free: we time search
-            pair = [
-                (dense_ms, lambda q=query: store.search(q, 10)),
-                (hybrid_ms, lambda q=query: hybrid_search(store, index, q, 10)),
+            pair: list[tuple[list[float], Callable[[], object]]] = [
+                (dense_ms, functools.partial(store.search, query, 10)),
+                (hybrid_ms, functools.partial(hybrid_search, store, index, query, 10)),
             ]
             for sink, call in pair if (i + round_) % 2 else pair[::-1]:
                 sink.append(timed(call))
-            bm25_ms.append(timed(lambda q=query: index.search(q, 30)))
+            bm25_ms.append(timed(functools.partial(index.search, query, 30)))
             terms = index.query_terms(query)
-            bm25s_ms.append(timed(lambda t=terms: index.scores(t)))
+            bm25s_ms.append(timed(functools.partial(index.scores, terms)))
     dense, fused, bm25 = stats(dense_ms), stats(hybrid_ms), stats(bm25_ms)
     bm25s_scorer = stats(bm25s_ms)
     payload = {
@@ -567,7 +567,12 @@ def follow_round(reader: Store, writer: Store, query: str, n: int, pipe: Any) ->
         "search": timed(lambda: reader.search(query, 10)),
         "pipeline": timed(lambda: pipe(query)),
     }
-    row["check, nothing changed"] = timed(lambda: [reader.follow() for _ in range(1000)]) / 1000
+
+    def idle_checks() -> None:
+        for _ in range(1000):
+            reader.follow()
+
+    row["check, nothing changed"] = timed(idle_checks) / 1000
     fresh_client(reader.folder).get_collection("ragbrain").count()  # another client opens
     row["check after another client opened"] = timed(reader.follow)
     text = f"probe {n}"

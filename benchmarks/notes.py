@@ -108,7 +108,7 @@ def bank_distances(folder: Path, embeddings: Any) -> list[float]:
     from ragbrain.store import Store
 
     store = Store.open(cached_store_path(folder, model_name_of(embeddings)), embeddings)
-    questions = offtopic.bank(english_only=model_name_of(embeddings) in offtopic.ENGLISH_ONLY)
+    questions = offtopic.bank(english_only=offtopic.english_only(model_name_of(embeddings)))
     return offtopic.nearest_distances(store, offtopic.query_vectors(embeddings, questions))
 
 

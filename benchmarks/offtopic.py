@@ -129,7 +129,10 @@ class Measured:
             root = args.data_root
             if name in sub_docs:
                 fit_splits = [s for s in ("train", "dev") if s in splits[name]]
-                roles = [(["test"], SUBCORPUS_QUERIES[0]), (fit_splits, SUBCORPUS_QUERIES[1])]
+                roles: list[tuple[Sequence[str], int]] = [
+                    (["test"], SUBCORPUS_QUERIES[0]),
+                    (fit_splits, SUBCORPUS_QUERIES[1]),
+                ]
                 root = subcorpus(root, name, roles, sub_docs[name])
             store = corpus_store(
                 load_split(root / name, "test", drop_unknown_docs=True), embeddings

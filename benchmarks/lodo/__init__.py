@@ -101,7 +101,7 @@ GRAPH_THRESHOLD = "shipped layer, LODO threshold, handed over as the graph does"
 def all_lists(data: SetData, scenario: MissingAnswer | None) -> dict[str, list[str]]:
     """Every (query, doc) pair any variant judges: hybrid top 10 for each dense share, with
     and without the scenario's removals."""
-    removals = [frozenset()] + ([scenario.removed] if scenario else [])
+    removals: list[frozenset[str]] = [frozenset()] + ([scenario.removed] if scenario else [])
     out: dict[str, list[str]] = {}
     for record, weight, removed in itertools.product(data.records, DENSE_SHARES, removals):
         docs = candidates(record, removed, weight)[:JUDGE_K]

@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchmarks.common import say
-from ragbrain.evaluation.beir import Split, cache_root
+from ragbrain.evaluation.beir import Split
 from ragbrain.evaluation.report import write_json
+from ragbrain.paths import cache_root
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -164,8 +164,9 @@ def fit_layer(
     ``calibration.json`` entry) rides on the returned scorer."""
     import torch
 
+    from ragbrain.critic.combiner import combine
     from ragbrain.critic.folder import DISTANCE_LIST_INPUTS
-    from ragbrain.critic.training.layers import combine, fit_combiner
+    from ragbrain.critic.training.layers import fit_combiner
 
     xs, ys, sizes = [], [], []
     for data in fit:
