@@ -10,15 +10,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ragbrain.evaluation.metrics import percentile
-from ragbrain.evaluation.report import machine, write_atomic, write_json
+from ragbrain.evaluation import machine, percentile, write_atomic, write_json
 from ragbrain.paths import cache_root
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
-    from ragbrain.context import RetrievalContext
-    from ragbrain.store import Store
+    from ragbrain import RetrievalContext, Store
 
 RESULTS = Path(__file__).parent / "results"
 DIMENSION = 384
@@ -110,7 +108,7 @@ def synthetic_store(size: int, embeddings: Embeddings, seed: int = 0) -> Store:
     types drawn with ``TYPE_SHARES``. Built once per size under the cache folder."""
     import numpy
 
-    from ragbrain.store import Store
+    from ragbrain import Store
 
     folder = cache_root() / "bench" / f"synthetic-{size}-seed{seed}"
     store = Store.open(folder, embeddings, create=True)
@@ -145,7 +143,7 @@ def scoped_store(size: int, embeddings: Embeddings, seed: int = 0) -> Store:
     filters' store."""
     import numpy
 
-    from ragbrain.store import Store
+    from ragbrain import Store
 
     folder = cache_root() / "bench" / f"scoped-{size}-seed{seed}"
     store = Store.open(folder, embeddings, create=True)
@@ -226,7 +224,7 @@ def without_langgraph(store: Store, critic: Any = None, lexical: Any = None) -> 
     the pipeline's work without LangGraph, so a benchmark can say what LangGraph adds."""
     from langgraph.runtime import Runtime
 
-    from ragbrain.context import RetrievalContext
+    from ragbrain import RetrievalContext
     from ragbrain.gates import store_gate
     from ragbrain.nodes import Node
     from ragbrain.nodes.critic import bind_critic, make_critic_filter

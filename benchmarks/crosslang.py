@@ -77,11 +77,10 @@ def _ask(retriever: Any, question: str, expect: set[str], cut: Any) -> dict[str,
 
 def shared_sets(root: Path, docs: int, seed: int, embeddings: Any) -> dict[str, Any]:
     """Each set's same-language and English questions on its store."""
-    from ragbrain.evaluation.notes import cached_store_path, notes_store
-    from ragbrain.evaluation.offtopic import evaluation_bank
+    from ragbrain import CorrectiveRetriever
+    from ragbrain.evaluation import cached_store_path, evaluation_bank, notes_store
     from ragbrain.models.embeddings import model_name_of
     from ragbrain.refusal.offtopic import crosses, script_of, store_cut
-    from ragbrain.retriever import CorrectiveRetriever
 
     written = json.loads(QUESTIONS.read_text(encoding="utf-8"))["sets"]
     out: dict[str, Any] = {}
@@ -142,10 +141,9 @@ def shared_sets(root: Path, docs: int, seed: int, embeddings: Any) -> dict[str, 
 
 def fixture_stores(embeddings: Any) -> dict[str, Any]:
     """The fixture's notes of one language in a store, asked in the other language."""
+    from ragbrain import CorrectiveRetriever, Store
     from ragbrain.ingest import ingest
     from ragbrain.refusal.offtopic import general_distance, store_cut
-    from ragbrain.retriever import CorrectiveRetriever
-    from ragbrain.store import Store
 
     pairs = json.loads(FIXTURE.read_text(encoding="utf-8"))["pairs"]
     out: dict[str, Any] = {}

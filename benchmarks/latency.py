@@ -85,17 +85,13 @@ from benchmarks.common import (
     timed,
     without_langgraph,
 )
-from ragbrain.context import RetrievalContext
-from ragbrain.evaluation.evaluate import eval_critic
-from ragbrain.evaluation.runner import dense_retriever
-from ragbrain.graph import build_graph
+from ragbrain import CorrectiveRetriever, RetrievalContext, Store, build_graph
+from ragbrain.evaluation import dense_retriever, eval_critic
 from ragbrain.lexical.fusion import hybrid_search
 from ragbrain.lexical.index import LexicalIndex
 from ragbrain.lexical.sync import index_path, sync_lexical
 from ragbrain.models.embeddings import default_embeddings
-from ragbrain.retriever import CorrectiveRetriever
 from ragbrain.state import RetrievalInput, RetrievalOutput, RetrievalState
-from ragbrain.store import Store
 
 # --- pipeline: ragbrain against LangChain's Chroma retriever --------------------------------
 
@@ -362,13 +358,13 @@ try:
 except ImportError:  # a baseline tree from before the models/ package
     from ragbrain.embeddings import default_embeddings
 embeddings = default_embeddings(); embeddings.embed_query("x"); mark("embedding model")
-from ragbrain.store import Store
+from ragbrain import Store
 store = Store.open(sys.argv[1], embeddings); mark("Store.open (Chroma)")
 from ragbrain.factory import resolve_critic
 critic, _ = resolve_critic("default"); mark("critic")
 from ragbrain.lexical.sync import LexicalSearcher
 lexical = LexicalSearcher(store); mark("lexical index")
-from ragbrain.graph import build_graph
+from ragbrain import build_graph
 retriever = CorrectiveRetriever(graph=build_graph(store, critic, lexical=lexical))
 mark("build the graph")
 retriever.run(sys.argv[2]); mark("first query")

@@ -35,7 +35,7 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from benchmarks.common import DIMENSION, TYPE_SHARES, WORDS, save, say
-from ragbrain.evaluation.metrics import ndcg_at_k, percentile
+from ragbrain.evaluation import ndcg_at_k, percentile
 from ragbrain.paths import cache_root
 
 if TYPE_CHECKING:
@@ -160,7 +160,7 @@ def quality(data: Path, split_name: str, limit: int) -> dict[str, Any]:
 
     from ragbrain import CorrectiveRetriever
     from ragbrain.critic.choice import ShippedCritic
-    from ragbrain.evaluation.beir import corpus_store, load_split
+    from ragbrain.evaluation import corpus_store, load_split
     from ragbrain.models.embeddings import default_embeddings, minilm_path, set_offline
 
     set_offline()
@@ -231,8 +231,8 @@ def build_speed_stores(chunks: int) -> Path:
     import chromadb
     from chromadb.config import Settings
 
+    from ragbrain import Store
     from ragbrain.lexical.sync import sync_lexical
-    from ragbrain.store import Store
 
     folder = cache_root() / "bench" / f"wrapped-speed-{chunks}"
     if (folder / "complete.json").is_file():

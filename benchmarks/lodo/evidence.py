@@ -61,7 +61,7 @@ from ragbrain.lexical.fusion import DENSE_SHARE
 from ragbrain.refusal.abstain import fit_thresholds
 
 if TYPE_CHECKING:
-    from ragbrain.evaluation.missing import MissingAnswer
+    from ragbrain.evaluation import MissingAnswer
 
 ENGLISH = ("scifact", "nfcorpus", "cosqa")
 #: Shares of every fit set's relevant candidates the threshold may keep (chosen nested).
@@ -257,7 +257,7 @@ def strict_rule(
 
 def scenario_of(data: SetData) -> MissingAnswer:
     """The missing-answer scenario of ``data``'s sampled queries."""
-    from ragbrain.evaluation.missing import split_missing
+    from ragbrain.evaluation import split_missing
 
     return split_missing({r.id: r.qrels for r in data.records}, [r.id for r in data.records])
 
@@ -280,7 +280,7 @@ def step_times(data: SetData, critics: dict[str, Any], queries: int = 30) -> dic
 def main() -> None:  # noqa: PLR0915 (one run: load, fold, ship, time, save)
     from benchmarks.lodo import set_arguments
     from ragbrain.critic.evidence import EvidenceCritic
-    from ragbrain.evaluation.beir import corpus_store, load_split
+    from ragbrain.evaluation import corpus_store, load_split
     from ragbrain.lexical.sync import sync_lexical
     from ragbrain.models.embeddings import embeddings_for
 
