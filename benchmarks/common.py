@@ -8,16 +8,15 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ragbrain.evaluation.metrics import percentile
-from ragbrain.evaluation.report import machine, write_atomic, write_json
+from ragbrain.evaluation import machine, percentile, write_atomic, write_json
 from ragbrain.paths import cache_root
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
-    from ragbrain.store import Store
+    from ragbrain import RetrievalContext, Store
 
 RESULTS = Path(__file__).parent / "results"
 DIMENSION = 384
@@ -109,7 +108,7 @@ def synthetic_store(size: int, embeddings: Embeddings, seed: int = 0) -> Store:
     types drawn with ``TYPE_SHARES``. Built once per size under the cache folder."""
     import numpy
 
-    from ragbrain.store import Store
+    from ragbrain import Store
 
     folder = cache_root() / "bench" / f"synthetic-{size}-seed{seed}"
     store = Store.open(folder, embeddings, create=True)
@@ -144,7 +143,7 @@ def scoped_store(size: int, embeddings: Embeddings, seed: int = 0) -> Store:
     filters' store."""
     import numpy
 
-    from ragbrain.store import Store
+    from ragbrain import Store
 
     folder = cache_root() / "bench" / f"scoped-{size}-seed{seed}"
     store = Store.open(folder, embeddings, create=True)
@@ -214,15 +213,20 @@ def save(name: str, payload: dict[str, Any], markdown: str) -> None:
     say(f"wrote {RESULTS / name}.json and .md")
 
 
-def without_langgraph(
-    store: Store, critic: Any = None, lexical: Any = None
-) -> Callable[[str], Any]:
+class PlainPipeline(Protocol):
+    """The pipeline's steps as one call: a query (and its context) in, documents out."""
+
+    def __call__(self, query: str, context: RetrievalContext | None = None) -> list[Any]: ...
+
+
+def without_langgraph(store: Store, critic: Any = None, lexical: Any = None) -> PlainPipeline:
     """The graph's five node functions called in order in plain Python, the router included:
     the pipeline's work without LangGraph, so a benchmark can say what LangGraph adds."""
     from langgraph.runtime import Runtime
 
-    from ragbrain.context import RetrievalContext
+    from ragbrain import RetrievalContext
     from ragbrain.gates import store_gate
+    from ragbrain.nodes import Node
     from ragbrain.nodes.critic import bind_critic, make_critic_filter
     from ragbrain.nodes.depth import choose_depth
     from ragbrain.nodes.fallback import make_fallback_search
@@ -236,11 +240,11 @@ def without_langgraph(
     def run(query: str, context: RetrievalContext | None = None) -> list[Any]:
         runtime = Runtime(context=context or RetrievalContext())
         state: Any = {"query": query, "type_filter": None, "notes": []}
-        steps = [choose_depth, search, gate]
+        steps: list[Node] = [choose_depth, search, gate]
         for step in steps:
             update = step(state, runtime=runtime)
             state = {**state, **update, "notes": state["notes"] + update["notes"]}
-        tail = [fallback, judge] if route_after_gate(state) == "widen" else [judge]
+        tail: list[Node] = [fallback, judge] if route_after_gate(state) == "widen" else [judge]
         for step in tail:
             update = step(state, runtime=runtime)
             state = {**state, **update, "notes": state["notes"] + update["notes"]}

@@ -38,19 +38,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchmarks.common import save, say
-from ragbrain.context import RetrievalContext
-from ragbrain.evaluation.beir import Split, corpus_store, load_split
-from ragbrain.evaluation.evaluate import eval_critic
-from ragbrain.evaluation.metrics import ndcg_at_k
-from ragbrain.graph import build_graph
+from ragbrain import RetrievalContext, build_graph
+from ragbrain.evaluation import Split, corpus_store, eval_critic, load_split, ndcg_at_k
 from ragbrain.lexical.sync import LexicalSearcher
 from ragbrain.models.embeddings import EMBEDDING_CHOICES, embeddings_for, model_name_of
 from ragbrain.nodes.critic import bind_critic
 from ragbrain.query.compound import split_compound
-from ragbrain.state import Hit
+from ragbrain.store.hits import Hit
 
 if TYPE_CHECKING:
-    from ragbrain.critic.base import Critic
+    from ragbrain import Critic
 
 DATA = Path("/work/shared/data")
 #: The markers questions are joined by, in the language of the set's queries (each a frame

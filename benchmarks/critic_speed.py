@@ -52,8 +52,8 @@ def main() -> None:
 
     import torch
 
+    from ragbrain import TransformerCritic
     from ragbrain.critic.folder import default_critic_path
-    from ragbrain.critic.model import TransformerCritic
     from ragbrain.models.embeddings import DEFAULT_EMBEDDING_MODEL, set_offline
 
     set_offline()

@@ -77,11 +77,10 @@ def _ask(retriever: Any, question: str, expect: set[str], cut: Any) -> dict[str,
 
 def shared_sets(root: Path, docs: int, seed: int, embeddings: Any) -> dict[str, Any]:
     """Each set's same-language and English questions on its store."""
-    from ragbrain.evaluation.notes import cached_store_path, notes_store
-    from ragbrain.evaluation.offtopic import evaluation_bank
+    from ragbrain import CorrectiveRetriever
+    from ragbrain.evaluation import cached_store_path, evaluation_bank, notes_store
     from ragbrain.models.embeddings import model_name_of
     from ragbrain.refusal.offtopic import crosses, script_of, store_cut
-    from ragbrain.retriever import CorrectiveRetriever
 
     written = json.loads(QUESTIONS.read_text(encoding="utf-8"))["sets"]
     out: dict[str, Any] = {}
@@ -142,10 +141,9 @@ def shared_sets(root: Path, docs: int, seed: int, embeddings: Any) -> dict[str, 
 
 def fixture_stores(embeddings: Any) -> dict[str, Any]:
     """The fixture's notes of one language in a store, asked in the other language."""
+    from ragbrain import CorrectiveRetriever, Store
     from ragbrain.ingest import ingest
     from ragbrain.refusal.offtopic import general_distance, store_cut
-    from ragbrain.retriever import CorrectiveRetriever
-    from ragbrain.store import Store
 
     pairs = json.loads(FIXTURE.read_text(encoding="utf-8"))["pairs"]
     out: dict[str, Any] = {}
@@ -174,7 +172,7 @@ def fixture_stores(embeddings: Any) -> dict[str, Any]:
 def slim(result: dict[str, Any]) -> dict[str, Any]:
     """``result`` with each store's off-topic questions counted, not listed (the file kept in
     ``results/``)."""
-    out = json.loads(json.dumps(result))
+    out: dict[str, Any] = json.loads(json.dumps(result))
     for entry in out["sets"].values():
         for key in ("offtopic", "others"):
             rows = entry.pop(key, [])
@@ -265,7 +263,7 @@ def main() -> None:
     from ragbrain.models.embeddings import embeddings_for, model_name_of
 
     embeddings = embeddings_for("e5-small")
-    result = {
+    result: dict[str, Any] = {
         "sets": shared_sets(args.data_root, args.docs, args.seed, embeddings),
         "fixture": fixture_stores(embeddings),
     }

@@ -95,8 +95,8 @@ def time_ingests(
 ) -> dict[str, dict[str, Any]]:
     """Per set and model: chunks, median chunks/s and notes/s of a fresh ``ingest``, and the
     query-embedding p50; the models alternate, their order flipping each round."""
+    from ragbrain import Store
     from ragbrain.ingest import ingest
-    from ragbrain.store import Store
 
     rates: dict[tuple[str, str], list[tuple[float, float, int]]] = {}
     latency: dict[tuple[str, str], list[float]] = {}
@@ -241,10 +241,10 @@ def main() -> None:
     parser.add_argument("--skip-speed", action="store_true", help="memory only")
     args = parser.parse_args()
 
+    from ragbrain import Store
     from ragbrain.ingest import ingest
     from ragbrain.models.backend import backend_setting
     from ragbrain.models.embeddings import default_embeddings, e5_embeddings
-    from ragbrain.store import Store
 
     rng = random.Random(args.seed)
     models = {"minilm": default_embeddings(), "e5-small": e5_embeddings()}

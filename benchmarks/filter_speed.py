@@ -57,10 +57,9 @@ from benchmarks.common import (
     synthetic_store,
     timed,
 )
+from ragbrain import Filters, Store
 from ragbrain.lexical.sync import LexicalSearcher
 from ragbrain.models.embeddings import default_embeddings
-from ragbrain.query.filters import Filters
-from ragbrain.store import Store
 from ragbrain.store.scoped import ScopeVectors
 from ragbrain.store.type_index import OVERFETCH, TypeIndex
 

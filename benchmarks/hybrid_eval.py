@@ -20,14 +20,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks.common import RESULTS, say
-from ragbrain.context import RetrievalContext
-from ragbrain.evaluation.beir import Split, corpus_store, load_split
-from ragbrain.evaluation.metrics import ndcg_at_k, recall_at_k
-from ragbrain.graph import build_graph
+from ragbrain import CorrectiveRetriever, RetrievalContext, build_graph
+from ragbrain.evaluation import Split, corpus_store, load_split, ndcg_at_k, recall_at_k
 from ragbrain.lexical.index import LexicalIndex
 from ragbrain.lexical.sync import LexicalSearcher
 from ragbrain.models.embeddings import default_embeddings
-from ragbrain.retriever import CorrectiveRetriever
 
 Ranked = list[tuple[str, float]]
 Fuser = Callable[[Ranked, Ranked], list[str]]

@@ -27,12 +27,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchmarks.common import save, say, timed
+from ragbrain import Store
 from ragbrain.ingest import ingest
 from ragbrain.ingest.chunks import chunk_note
 from ragbrain.ingest.files import find_notes
 from ragbrain.models.embeddings import default_embeddings, minilm_path
 from ragbrain.paths import sample_notes
-from ragbrain.store import Store
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings

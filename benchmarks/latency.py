@@ -85,17 +85,13 @@ from benchmarks.common import (
     timed,
     without_langgraph,
 )
-from ragbrain.context import RetrievalContext
-from ragbrain.evaluation.evaluate import eval_critic
-from ragbrain.evaluation.runner import dense_retriever
-from ragbrain.graph import build_graph
+from ragbrain import CorrectiveRetriever, RetrievalContext, Store, build_graph
+from ragbrain.evaluation import dense_retriever, eval_critic
 from ragbrain.lexical.fusion import hybrid_search
 from ragbrain.lexical.index import LexicalIndex
 from ragbrain.lexical.sync import index_path, sync_lexical
 from ragbrain.models.embeddings import default_embeddings
-from ragbrain.retriever import CorrectiveRetriever
 from ragbrain.state import RetrievalInput, RetrievalOutput, RetrievalState
-from ragbrain.store import Store
 
 # --- pipeline: ragbrain against LangChain's Chroma retriever --------------------------------
 
@@ -209,15 +205,15 @@ def hybrid(args: argparse.Namespace) -> None:
         for i, query in enumerate(QUERIES):
             forget_queries(store)
             store.embed_query(query)  # both sides get the embedding for free: we time search
-            pair = [
-                (dense_ms, lambda q=query: store.search(q, 10)),
-                (hybrid_ms, lambda q=query: hybrid_search(store, index, q, 10)),
+            pair: list[tuple[list[float], Callable[[], object]]] = [
+                (dense_ms, functools.partial(store.search, query, 10)),
+                (hybrid_ms, functools.partial(hybrid_search, store, index, query, 10)),
             ]
             for sink, call in pair if (i + round_) % 2 else pair[::-1]:
                 sink.append(timed(call))
-            bm25_ms.append(timed(lambda q=query: index.search(q, 30)))
+            bm25_ms.append(timed(functools.partial(index.search, query, 30)))
             terms = index.query_terms(query)
-            bm25s_ms.append(timed(lambda t=terms: index.scores(t)))
+            bm25s_ms.append(timed(functools.partial(index.scores, terms)))
     dense, fused, bm25 = stats(dense_ms), stats(hybrid_ms), stats(bm25_ms)
     bm25s_scorer = stats(bm25s_ms)
     payload = {
@@ -362,13 +358,13 @@ try:
 except ImportError:  # a baseline tree from before the models/ package
     from ragbrain.embeddings import default_embeddings
 embeddings = default_embeddings(); embeddings.embed_query("x"); mark("embedding model")
-from ragbrain.store import Store
+from ragbrain import Store
 store = Store.open(sys.argv[1], embeddings); mark("Store.open (Chroma)")
 from ragbrain.factory import resolve_critic
 critic, _ = resolve_critic("default"); mark("critic")
 from ragbrain.lexical.sync import LexicalSearcher
 lexical = LexicalSearcher(store); mark("lexical index")
-from ragbrain.graph import build_graph
+from ragbrain import build_graph
 retriever = CorrectiveRetriever(graph=build_graph(store, critic, lexical=lexical))
 mark("build the graph")
 retriever.run(sys.argv[2]); mark("first query")
@@ -567,7 +563,12 @@ def follow_round(reader: Store, writer: Store, query: str, n: int, pipe: Any) ->
         "search": timed(lambda: reader.search(query, 10)),
         "pipeline": timed(lambda: pipe(query)),
     }
-    row["check, nothing changed"] = timed(lambda: [reader.follow() for _ in range(1000)]) / 1000
+
+    def idle_checks() -> None:
+        for _ in range(1000):
+            reader.follow()
+
+    row["check, nothing changed"] = timed(idle_checks) / 1000
     fresh_client(reader.folder).get_collection("ragbrain").count()  # another client opens
     row["check after another client opened"] = timed(reader.follow)
     text = f"probe {n}"

@@ -78,12 +78,11 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from benchmarks.common import QUERIES, WORDS, save, say, stats
+from ragbrain import CorrectiveRetriever, Store
 from ragbrain.ingest import ingest
 from ragbrain.mcp_server import RagbrainService
 from ragbrain.models.embeddings import default_embeddings
 from ragbrain.paths import cache_root, sample_notes
-from ragbrain.retriever import CorrectiveRetriever
-from ragbrain.store import Store
 
 TARGET_MS = 20.0
 
@@ -238,8 +237,8 @@ def _note(rng: random.Random, n: int) -> str:
 
 def big_store() -> tuple[Path, Path]:
     """The notes folder and the store of 10k chunks (cached: built once)."""
+    from ragbrain import Store
     from ragbrain.ingest import ingest
-    from ragbrain.store import Store
 
     base = cache_root() / "bench" / "mcp-tools-10k"
     notes, store = base / "notes", base / "store"
@@ -269,7 +268,7 @@ def measure_get(calls: int) -> dict[str, Any]:
     service = RagbrainService(store, critic=None, embeddings=HashingEmbeddings())
     count = service.stats().chunks
     rng = random.Random(1)
-    sides = {
+    sides: dict[str, Callable[[int], object]] = {
         "get 40 lines": lambda n: service.get(f"team{n % 10}/note-{n:04d}.md", 20, 59),
         "get chunk +-2": lambda n: service.get(
             f"team{n % 10}/note-{n:04d}.md", chunk=5, neighbours=2
@@ -278,9 +277,9 @@ def measure_get(calls: int) -> dict[str, Any]:
             f"{rng.choice(WORDS)} {rng.choice(WORDS)} note {n}", None, 10
         ),
     }
-    check = sides["get 40 lines"](0)
+    check = service.get("team0/note-0000.md", 20, 59)  # what "get 40 lines" asks for n = 0
     assert (check.start_line, check.end_line) == (20, 59), check
-    around = sides["get chunk +-2"](0)
+    around = service.get("team0/note-0000.md", chunk=5, neighbours=2)
     assert around.chunks[:5] == [3, 4, 5, 6, 7], around.chunks
     for n in range(5):  # warm-up
         for side in sides.values():
@@ -325,10 +324,10 @@ def _remember_then_search(service: RagbrainService, runs: int, tag: str) -> dict
 
 def measure_remember(runs: int) -> dict[str, Any]:
     """remember then search, on the sample notes (real model) and on the 10k store."""
+    from ragbrain import Store
     from ragbrain.ingest import ingest
     from ragbrain.models.embeddings import default_embeddings
     from ragbrain.paths import sample_notes
-    from ragbrain.store import Store
 
     base = cache_root() / "bench" / "mcp-remember"
     shutil.rmtree(base, ignore_errors=True)

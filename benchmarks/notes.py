@@ -102,13 +102,13 @@ GROUPS = ("answerable", "offtopic/general", "offtopic/trap", "missing")
 
 def bank_distances(folder: Path, embeddings: Any) -> list[float]:
     """The calibration bank's nearest distances to ``folder``'s cached store."""
-    from ragbrain.evaluation.notes import cached_store_path
+    from ragbrain import Store
+    from ragbrain.evaluation import cached_store_path
     from ragbrain.models.embeddings import model_name_of
     from ragbrain.refusal import offtopic
-    from ragbrain.store import Store
 
     store = Store.open(cached_store_path(folder, model_name_of(embeddings)), embeddings)
-    questions = offtopic.bank(english_only=model_name_of(embeddings) in offtopic.ENGLISH_ONLY)
+    questions = offtopic.bank(english_only=offtopic.english_only(model_name_of(embeddings)))
     return offtopic.nearest_distances(store, offtopic.query_vectors(embeddings, questions))
 
 
@@ -152,7 +152,7 @@ def main() -> None:
     parser.add_argument("--name", default="notes")
     args = parser.parse_args()
     from ragbrain.critic.evidence import EvidenceCritic
-    from ragbrain.evaluation.notes import evaluate_notes, notes_table
+    from ragbrain.evaluation import evaluate_notes, notes_table
     from ragbrain.models.embeddings import embeddings_for
 
     embeddings = embeddings_for(None)
@@ -265,7 +265,7 @@ def ship(
     model = "all-MiniLM-L6-v2"
     shipped = ratio
     from ragbrain.critic.handover import default_rules_path
-    from ragbrain.evaluation.report import write_json
+    from ragbrain.evaluation import write_json
 
     record = {
         "rules": {"evidence": {"ratio": shipped, "min_per_source": MIN_PER_SOURCE}},

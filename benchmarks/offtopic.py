@@ -42,10 +42,7 @@ import numpy as np
 from benchmarks.common import say
 from benchmarks.lodo import SUBCORPUS_QUERIES, set_arguments, shipped_critic_and_sets
 from benchmarks.lodo.data import subcorpus
-from ragbrain.evaluation.beir import load_split
-from ragbrain.evaluation.lodo import domain_of
-from ragbrain.evaluation.offtopic import evaluation_bank, offtopic_sources
-from ragbrain.evaluation.report import write_json
+from ragbrain.evaluation import domain_of, evaluation_bank, load_split, offtopic_sources, write_json
 from ragbrain.lexical.support import SUPPORT_HITS, lexical_support
 from ragbrain.models.profiles import profile, write_profile
 from ragbrain.refusal import offtopic
@@ -99,7 +96,7 @@ class Measured:
     the report read."""
 
     def __init__(self, args: argparse.Namespace) -> None:
-        from ragbrain.evaluation.beir import corpus_store
+        from ragbrain.evaluation import corpus_store
         from ragbrain.lexical.sync import sync_lexical
         from ragbrain.models.embeddings import embeddings_for
 
@@ -129,7 +126,10 @@ class Measured:
             root = args.data_root
             if name in sub_docs:
                 fit_splits = [s for s in ("train", "dev") if s in splits[name]]
-                roles = [(["test"], SUBCORPUS_QUERIES[0]), (fit_splits, SUBCORPUS_QUERIES[1])]
+                roles: list[tuple[Sequence[str], int]] = [
+                    (["test"], SUBCORPUS_QUERIES[0]),
+                    (fit_splits, SUBCORPUS_QUERIES[1]),
+                ]
                 root = subcorpus(root, name, roles, sub_docs[name])
             store = corpus_store(
                 load_split(root / name, "test", drop_unknown_docs=True), embeddings
@@ -239,7 +239,7 @@ class Measured:
         bank = self.rows(held, [f"bank|eval|{q['id']}" for q in self.eval_bank])
         both = np.r_[others.refused(cut, support), bank.refused(cut, support)]
         # What refusing costs the answerable queries: the dense top 10's nDCG@10 they lose.
-        from ragbrain.evaluation.metrics import ndcg_at_k
+        from ragbrain.evaluation import ndcg_at_k
 
         records = {f"{held}|test|{r.id}": r for r in self.test[held].records}
         gains = np.array(
@@ -269,7 +269,7 @@ class Measured:
 
 def offtopic_sources_related(held: str) -> set[str]:
     """The sets related to ``held`` (nothing of them is fit on when ``held`` is held apart)."""
-    from ragbrain.evaluation.offtopic import RELATED
+    from ragbrain.evaluation import RELATED
 
     return set(RELATED.get(held, frozenset()))
 

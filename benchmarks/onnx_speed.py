@@ -67,7 +67,7 @@ def sample_corpus(split: Any, size: int, seed: int = 0) -> list[Any]:
 
 
 def ndcg(vectors: Any, ids: list[str], queries: Any, split: Any, qids: list[str]) -> float:
-    from ragbrain.evaluation.metrics import ndcg_at_k
+    from ragbrain.evaluation import ndcg_at_k
 
     scores = queries @ vectors.T
     values = []
@@ -89,9 +89,9 @@ def main() -> None:  # noqa: PLR0915 (one measurement after another, in one plac
 
     import numpy as np
 
+    from ragbrain import TransformerCritic
     from ragbrain.critic.folder import default_critic_path
-    from ragbrain.critic.model import TransformerCritic
-    from ragbrain.evaluation.beir import load_split
+    from ragbrain.evaluation import load_split
     from ragbrain.models.backend import load_embeddings
     from ragbrain.models.embeddings import DEFAULT_EMBEDDING_MODEL, minilm_path, set_offline
 

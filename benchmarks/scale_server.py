@@ -46,10 +46,9 @@ from benchmarks.common import (
 from benchmarks.common import (
     QUERIES as QUESTIONS,
 )
-from ragbrain import CorrectiveRetriever, RetrievalContext, StorePolicy, build_graph
-from ragbrain.evaluation.report import machine, write_atomic, write_json
+from ragbrain import CorrectiveRetriever, RetrievalContext, Store, StorePolicy, build_graph
+from ragbrain.evaluation import machine, write_atomic, write_json
 from ragbrain.paths import cache_root
-from ragbrain.store import Store
 from tests.support.chroma_server import ChromaServer
 
 RESULTS = Path(__file__).parent / "results"
@@ -200,7 +199,7 @@ def end_to_end(sizes: list[int], rounds: int = 5) -> None:
     "The graph adds" compares the graph with the plain nodes; the retriever's own wrapper
     (LangChain's ``BaseRetriever.invoke``: its callback manager and input checks) is there with
     or without a graph, so it is reported apart, as the retriever against the graph."""
-    from ragbrain.evaluation.evaluate import eval_critic
+    from ragbrain.evaluation import eval_critic
     from ragbrain.models.embeddings import default_embeddings
 
     embeddings, critic = default_embeddings(), eval_critic(None)

@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchmarks.common import WORDS, save, say
-from ragbrain.evaluation.metrics import percentile
+from ragbrain import Store
+from ragbrain.evaluation import percentile
 from ragbrain.ingest.watch import Watcher
-from ragbrain.store import Store
 from tests.integration.test_crash_resume import clean_run, mutate
 from tests.integration.test_watch import Worker, burst
 from tests.support.fakes import BagOfWordsEmbeddings

@@ -29,14 +29,17 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from benchmarks.common import DIMENSION, TYPE_SHARES, WORDS, save, say
-from ragbrain.evaluation.metrics import ndcg_at_k, percentile
+from ragbrain.evaluation import ndcg_at_k, percentile
 from ragbrain.paths import cache_root
+
+if TYPE_CHECKING:
+    from chromadb.api.types import Metadata
 
 NAME = "wrapped_store"
 #: Queries timed after the first one, per side.
@@ -55,7 +58,8 @@ class HashedUnitEmbeddings(Embeddings):
     def _embed(self, text: str) -> list[float]:
         seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
         vector = np.random.default_rng(seed).standard_normal(self.size)
-        return (vector / np.linalg.norm(vector)).tolist()
+        unit: list[float] = (vector / np.linalg.norm(vector)).tolist()
+        return unit
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         return [self._embed(t) for t in texts]
@@ -156,7 +160,7 @@ def quality(data: Path, split_name: str, limit: int) -> dict[str, Any]:
 
     from ragbrain import CorrectiveRetriever
     from ragbrain.critic.choice import ShippedCritic
-    from ragbrain.evaluation.beir import corpus_store, load_split
+    from ragbrain.evaluation import corpus_store, load_split
     from ragbrain.models.embeddings import default_embeddings, minilm_path, set_offline
 
     set_offline()
@@ -227,8 +231,8 @@ def build_speed_stores(chunks: int) -> Path:
     import chromadb
     from chromadb.config import Settings
 
+    from ragbrain import Store
     from ragbrain.lexical.sync import sync_lexical
-    from ragbrain.store import Store
 
     folder = cache_root() / "bench" / f"wrapped-speed-{chunks}"
     if (folder / "complete.json").is_file():
@@ -246,10 +250,11 @@ def build_speed_stores(chunks: int) -> Path:
         vectors = embeddings.embed_documents(texts[start:end])
         store.upsert(ids[start:end], texts[start:end], metas[start:end], vectors)
         # What Chroma.add_texts does, without embedding the same texts again.
+        chroma_metas: list[Metadata] = list(metas[start:end])
         collection.upsert(
             ids=ids[start:end],
             documents=texts[start:end],
-            metadatas=metas[start:end],
+            metadatas=chroma_metas,
             embeddings=vectors,  # type: ignore[arg-type]
         )
         say(f"  synthetic stores: {end}/{chunks} ({time.perf_counter() - started:.0f} s)")

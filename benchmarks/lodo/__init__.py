@@ -59,10 +59,9 @@ from benchmarks.lodo.ship import ship_abstention, ship_layer, ship_threshold
 from ragbrain.lexical.fusion import DENSE_SHARE
 
 if TYPE_CHECKING:
+    from ragbrain import TransformerCritic
     from ragbrain.critic.handover import HandOverRule
-    from ragbrain.critic.model import TransformerCritic
-    from ragbrain.evaluation.lodo import Fold
-    from ragbrain.evaluation.missing import MissingAnswer
+    from ragbrain.evaluation import Fold, MissingAnswer
 
 #: Smallest first: a run cut short still has the small sets; CoSQA (20k docs) last.
 ORDER = (
@@ -101,7 +100,7 @@ GRAPH_THRESHOLD = "shipped layer, LODO threshold, handed over as the graph does"
 def all_lists(data: SetData, scenario: MissingAnswer | None) -> dict[str, list[str]]:
     """Every (query, doc) pair any variant judges: hybrid top 10 for each dense share, with
     and without the scenario's removals."""
-    removals = [frozenset()] + ([scenario.removed] if scenario else [])
+    removals: list[frozenset[str]] = [frozenset()] + ([scenario.removed] if scenario else [])
     out: dict[str, list[str]] = {}
     for record, weight, removed in itertools.product(data.records, DENSE_SHARES, removals):
         docs = candidates(record, removed, weight)[:JUDGE_K]
@@ -114,13 +113,7 @@ def all_lists(data: SetData, scenario: MissingAnswer | None) -> dict[str, list[s
 
 def summary(returned: dict[str, list[str]], records: Sequence[Record]) -> dict[str, Any]:
     """nDCG@10, Recall@10, returned-set precision and recall, mean chunks, empty share."""
-    from ragbrain.evaluation.metrics import (
-        mean,
-        ndcg_at_k,
-        recall_at_k,
-        set_precision,
-        set_recall,
-    )
+    from ragbrain.evaluation import mean, ndcg_at_k, recall_at_k, set_precision, set_recall
 
     precisions = [p for r in records if (p := set_precision(returned[r.id], r.qrels)) is not None]
     return {
@@ -166,7 +159,7 @@ def judge_set(
 ) -> dict[str, dict[str, list[str]]]:
     """What every configuration hands over for each test query (over the pruned store when
     ``removed`` is not empty)."""
-    from ragbrain.evaluation.missing import BASELINE_GATE, gate_refuses
+    from ragbrain.evaluation import BASELINE_GATE, gate_refuses
     from ragbrain.refusal.abstain import AbstainThresholds, Evidence, hand_over, should_abstain
 
     shipped, refit = shipped_scorer(critic), layer_scorer(fold["_layer"])
@@ -281,7 +274,7 @@ def against_dense(
 ) -> dict[str, dict[str, float]]:
     """Each configuration's nDCG@10 minus dense top 10's on the same queries, with a 95%
     paired bootstrap interval (``ragbrain.evaluation.metrics.paired_difference``)."""
-    from ragbrain.evaluation.metrics import ndcg_at_k, paired_difference
+    from ragbrain.evaluation import ndcg_at_k, paired_difference
 
     dense = [ndcg_at_k(returned[DENSE][r.id], r.qrels) for r in records]
     out = {}
@@ -296,7 +289,7 @@ def held_out(
     data: SetData, fold: dict[str, Any], critic: TransformerCritic, scenario: MissingAnswer
 ) -> dict[str, Any]:
     """Ablation, fixes, the critic on its own candidates and the missing-answer scenario."""
-    from ragbrain.evaluation.missing import refusal_stats
+    from ragbrain.evaluation import refusal_stats
 
     normal = judge_set(data, fold, critic, frozenset())
     table = {name: summary(returned, data.records) for name, returned in normal.items()}
@@ -400,7 +393,7 @@ def load_sets(
 ) -> tuple[list[str], dict[str, list[str]], dict[str, SetData], dict[str, SetData]]:
     """The sets of ``args`` (``--data-root``, ``--only``, ``--subcorpus``, the query counts)
     in ``ORDER``, their splits, and each one's sampled test and fit records (cached)."""
-    from ragbrain.evaluation.lodo import data_sets, splits_of
+    from ragbrain.evaluation import data_sets, splits_of
 
     sub_docs = {n: int(d) for n, _, d in (item.partition("=") for item in args.subcorpus)}
     found = data_sets(args.data_root)
@@ -431,8 +424,8 @@ def shipped_critic_and_sets(
 ]:
     """The stores' embedding model of ``args``, the shipped critic bound to it, and
     ``load_sets`` (what the benchmarks beside this one judge with)."""
+    from ragbrain import TransformerCritic
     from ragbrain.critic.folder import default_critic_path
-    from ragbrain.critic.model import TransformerCritic
     from ragbrain.models.embeddings import EMBEDDING_CHOICES
 
     model = EMBEDDING_CHOICES[args.embedding]
@@ -445,10 +438,9 @@ def main() -> None:
     args = _arguments()
     sub_docs = {n: int(d) for n, _, d in (item.partition("=") for item in args.subcorpus)}
 
+    from ragbrain import TransformerCritic
     from ragbrain.critic.folder import default_critic_path
-    from ragbrain.critic.model import TransformerCritic
-    from ragbrain.evaluation.lodo import folds
-    from ragbrain.evaluation.missing import split_missing
+    from ragbrain.evaluation import folds, split_missing
     from ragbrain.models.embeddings import EMBEDDING_CHOICES
 
     model = EMBEDDING_CHOICES[args.embedding]

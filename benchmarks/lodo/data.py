@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchmarks.common import say
-from ragbrain.evaluation.beir import Split, cache_root
-from ragbrain.evaluation.report import write_json
+from ragbrain.evaluation import Split, write_json
+from ragbrain.paths import cache_root
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from ragbrain.critic.model import TransformerCritic
+    from ragbrain import TransformerCritic
     from ragbrain.lexical.index import LexicalIndex
 
 DEEP = 60
@@ -86,7 +86,7 @@ def _sample(ids: Sequence[str], n: int, seed: int) -> list[str]:
 
 def _pooled(root: Path, name: str, splits: Sequence[str]) -> tuple[list[Split], dict[str, Any]]:
     """The splits, and their queries with a relevant document, judgements pooled."""
-    from ragbrain.evaluation.beir import load_split
+    from ragbrain.evaluation import load_split
 
     loaded = [load_split(root / name, s, drop_unknown_docs=True) for s in splits]
     qrels: dict[str, dict[str, int]] = {}
@@ -176,8 +176,8 @@ def load_role(
     Raises:
         DataSetError: A bad data folder.
     """
-    from ragbrain.context import RetrievalContext
-    from ragbrain.evaluation.beir import corpus_store
+    from ragbrain import RetrievalContext
+    from ragbrain.evaluation import corpus_store
     from ragbrain.lexical.fusion import dense_trusted
     from ragbrain.lexical.sync import sync_lexical
     from ragbrain.lexical.tokens import TOKENIZER_VERSION

@@ -61,7 +61,7 @@ from ragbrain.lexical.fusion import DENSE_SHARE
 from ragbrain.refusal.abstain import fit_thresholds
 
 if TYPE_CHECKING:
-    from ragbrain.evaluation.missing import MissingAnswer
+    from ragbrain.evaluation import MissingAnswer
 
 ENGLISH = ("scifact", "nfcorpus", "cosqa")
 #: Shares of every fit set's relevant candidates the threshold may keep (chosen nested).
@@ -119,14 +119,15 @@ def fit_layer(
         ws.append(np.where(labels == 1, 0.5 / positives, 0.5 / negatives))
         xs.append(np.concatenate(x))
         ys.append(labels)
-    x, y, w = np.concatenate(xs), np.concatenate(ys), np.concatenate(ws)
+    rows, targets = np.concatenate(xs), np.concatenate(ys)
+    weights = np.concatenate(ws)
     names = [*COLUMNS, *(["logit"] if extra is not None else [])]
     return fit_combiner(
-        torch.tensor(x, dtype=torch.float32),
-        torch.tensor(y, dtype=torch.float32),
+        torch.tensor(rows, dtype=torch.float32),
+        torch.tensor(targets, dtype=torch.float32),
         names,
-        l2=L2 / len(x),
-        weights=torch.tensor(w / w.mean(), dtype=torch.float32),
+        l2=L2 / len(rows),
+        weights=torch.tensor(weights / weights.mean(), dtype=torch.float32),
     )
 
 
@@ -256,7 +257,7 @@ def strict_rule(
 
 def scenario_of(data: SetData) -> MissingAnswer:
     """The missing-answer scenario of ``data``'s sampled queries."""
-    from ragbrain.evaluation.missing import split_missing
+    from ragbrain.evaluation import split_missing
 
     return split_missing({r.id: r.qrels for r in data.records}, [r.id for r in data.records])
 
@@ -279,7 +280,7 @@ def step_times(data: SetData, critics: dict[str, Any], queries: int = 30) -> dic
 def main() -> None:  # noqa: PLR0915 (one run: load, fold, ship, time, save)
     from benchmarks.lodo import set_arguments
     from ragbrain.critic.evidence import EvidenceCritic
-    from ragbrain.evaluation.beir import corpus_store, load_split
+    from ragbrain.evaluation import corpus_store, load_split
     from ragbrain.lexical.sync import sync_lexical
     from ragbrain.models.embeddings import embeddings_for
 
@@ -295,7 +296,10 @@ def main() -> None:  # noqa: PLR0915 (one run: load, fold, ship, time, save)
         root = args.data_root
         if name in sub:
             fit_splits = [s for s in ("train", "dev") if s in splits[name]]
-            roles = [(["test"], SUBCORPUS_QUERIES[0]), (fit_splits, SUBCORPUS_QUERIES[1])]
+            roles: list[tuple[Sequence[str], int]] = [
+                (["test"], SUBCORPUS_QUERIES[0]),
+                (fit_splits, SUBCORPUS_QUERIES[1]),
+            ]
             root = subcorpus(root, name, roles, sub[name])
         split = load_split(root / name, "test", drop_unknown_docs=True)
         store = corpus_store(split, embeddings_for(model))

@@ -20,8 +20,8 @@ from ragbrain.refusal.abstain import EvidenceRow, fit_thresholds
 if TYPE_CHECKING:
     import torch
 
-    from ragbrain.critic.model import TransformerCritic
-    from ragbrain.evaluation.missing import MissingAnswer
+    from ragbrain import TransformerCritic
+    from ragbrain.evaluation import MissingAnswer
 
 JUDGE_K = 10
 DENSE_SHARES = (0.2, 0.3, 0.4)
@@ -112,7 +112,7 @@ def layer_scorer(layer: Callable[[torch.Tensor], torch.Tensor]) -> Scorer:
 def fit_dense_share(fit: Sequence[SetData]) -> tuple[float, dict[str, float]]:
     """The dense share whose hybrid top 10 has the best nDCG@10, averaged over the fit sets
     (ties: the one nearest the shipped ``DENSE_SHARE``)."""
-    from ragbrain.evaluation.metrics import mean, ndcg_at_k
+    from ragbrain.evaluation import mean, ndcg_at_k
 
     means = {}
     for weight in DENSE_SHARES:
@@ -164,8 +164,9 @@ def fit_layer(
     ``calibration.json`` entry) rides on the returned scorer."""
     import torch
 
+    from ragbrain.critic.combiner import combine
     from ragbrain.critic.folder import DISTANCE_LIST_INPUTS
-    from ragbrain.critic.training.layers import combine, fit_combiner
+    from ragbrain.critic.training.layers import fit_combiner
 
     xs, ys, sizes = [], [], []
     for data in fit:
@@ -255,7 +256,7 @@ def evidence_rows(
 def fit_fold(fit: Sequence[SetData], critic: TransformerCritic) -> dict[str, Any]:
     """Everything a fold learns from its fit sets."""
     from ragbrain.critic.training.layers import choose_threshold
-    from ragbrain.evaluation.missing import split_missing
+    from ragbrain.evaluation import split_missing
 
     weight, weight_means = fit_dense_share(fit)
     shipped = shipped_scorer(critic)

@@ -17,7 +17,7 @@ from benchmarks.lodo.fit import labelled_scores, shipped_scorer
 from ragbrain.refusal.abstain import MAX_FALSE_REFUSAL
 
 if TYPE_CHECKING:
-    from ragbrain.critic.model import TransformerCritic
+    from ragbrain import TransformerCritic
 
 
 def ship_layer(folder: Path, fold: dict[str, Any], model: str, names: Sequence[str]) -> None:

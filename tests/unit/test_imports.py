@@ -154,3 +154,72 @@ def test_the_top_floor_shows_the_architecture() -> None:
     """At most 15 modules directly under the package: the rest live in named packages."""
     top = sorted(p.name for p in SRC.glob("*.py"))
     assert len(top) <= 15, top
+
+
+def test_the_evaluation_api_resolves_from_where_each_name_lives() -> None:
+    """``ragbrain.evaluation.__all__``: every name loads, is its home module's object, and is
+    the same list mypy reads under ``TYPE_CHECKING``."""
+    import importlib
+
+    import ragbrain.evaluation as evaluation
+
+    where = evaluation._WHERE
+    assert sorted(evaluation.__all__) == sorted(where)
+    tree = ast.parse((SRC / "evaluation" / "__init__.py").read_text(encoding="utf-8"))
+    typed = {
+        alias.name: node.module
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module != "typing"
+        for alias in node.names
+        if node.module and node.module.startswith("ragbrain.evaluation.")
+    }
+    assert typed == where
+    for name in evaluation.__all__:
+        assert getattr(evaluation, name) is getattr(importlib.import_module(where[name]), name)
+    assert set(evaluation.__all__) <= set(dir(evaluation))
+
+
+def test_the_evaluation_api_imports_on_its_own_and_lazily() -> None:
+    """In a fresh interpreter: importing the package loads none of its modules; a name from
+    it loads its module only."""
+    code = (
+        "import sys\n"
+        "import ragbrain.evaluation\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith('ragbrain.evaluation.'))\n"
+        "assert loaded == [], loaded\n"
+        "from ragbrain.evaluation import ndcg_at_k\n"
+        "assert ndcg_at_k(['a', 'b'], {'a': 1}) == 1.0\n"
+        "assert 'ragbrain.evaluation.metrics' in sys.modules\n"
+        "assert 'ragbrain.evaluation.beir' not in sys.modules\n"
+        "try:\n"
+        "    ragbrain.evaluation.no_such_name\n"
+        "except AttributeError as error:\n"
+        "    assert 'no_such_name' in str(error)\n"
+        "else:\n"
+        "    raise SystemExit('an unknown name resolved')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_benchmarks_take_evaluation_names_from_the_public_api() -> None:
+    """A benchmark imports a name that ``ragbrain.evaluation.__all__`` holds from there, not
+    from the submodule behind it."""
+    import ragbrain.evaluation as evaluation
+
+    benchmarks = Path(__file__).resolve().parents[2] / "benchmarks"
+    files = sorted(benchmarks.rglob("*.py"))
+    assert files, f"no benchmarks under {benchmarks}"
+    public = set(evaluation.__all__)
+    found = [
+        f"{file.relative_to(benchmarks)}:{node.lineno} {node.module}.{alias.name}"
+        for file in files
+        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ImportFrom)
+        and (node.module or "").startswith("ragbrain.evaluation.")
+        for alias in node.names
+        if alias.name in public
+    ]
+    assert found == []
