@@ -33,7 +33,7 @@ from ragbrain.factory import (
     BuildOptions,
     CriticChoice,
     OnCriticError,
-    open_store,
+    open_store_and_graph,
     open_vectorstore,
 )
 from ragbrain.query.filters import Filters
@@ -156,16 +156,18 @@ class CorrectiveRetriever(BaseRetriever):
         where = "CorrectiveRetriever.from_store"
         fields = _checked_fields(fields, where, _FROM_STORE, "type")
         check_flag(check_model, "check_model", where)
-        options = BuildOptions(
+        store, graph = open_store_and_graph(
+            path,
             embeddings=embeddings,
             critic=critic,
             on_critic_error=on_critic_error,
+            convert_space=convert_space,
+            server=server,
             policy=policy,
             check_model=check_model,
         )
-        built = open_store(path, options, convert_space=convert_space, server=server)
-        fields.setdefault("known_types", built.store.known_types)
-        return cls(graph=built.graph, **fields)
+        fields.setdefault("known_types", store.known_types)
+        return cls(graph=graph, **fields)
 
     @classmethod
     def from_vectorstore(

@@ -7,7 +7,7 @@ import contextlib
 import math
 from collections.abc import Iterator, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
 from ragbrain.errors import InvalidInputError
 from ragbrain.store.keys import BATCH, DIMENSION_KEY
@@ -88,22 +88,15 @@ class Writing(Reading):
         self._check_vectors(ids, texts, metadatas, vectors)
         self._types_seen = None
         self._type_index.forget(ids)  # their type may change: look it up again when seen
-        with self.writing(), self._lock:
-            for start in range(0, len(ids), BATCH):
-                end = start + BATCH
-                # Upserting by id is idempotent, so a retried batch never duplicates.
-                self.call(
-                    "Writing chunks",
-                    partial(
-                        self.collection.upsert,
-                        ids=list(ids[start:end]),
-                        documents=list(texts[start:end]),
-                        metadatas=[dict(m) for m in metadatas[start:end]],
-                        embeddings=list(vectors[start:end]),
-                    ),
-                )
-            if ids:
-                self.record()  # every reader learns that the store changed
+        # Upserting by id is idempotent, so a retried batch never duplicates.
+        self._in_batches(
+            "Writing chunks",
+            "upsert",
+            ids,
+            documents=texts,
+            metadatas=[dict(m) for m in metadatas],
+            embeddings=vectors,
+        )
 
     def _check_vectors(
         self,
@@ -135,12 +128,7 @@ class Writing(Reading):
     def delete(self, ids: Sequence[str]) -> None:
         """Remove chunks by id."""
         self._type_index.forget(ids)
-        with self.writing(), self._lock:
-            for start in range(0, len(ids), BATCH):
-                batch = list(ids[start : start + BATCH])
-                self.call("Deleting chunks", partial(self.collection.delete, ids=batch))
-            if ids:
-                self.record()
+        self._in_batches("Deleting chunks", "delete", ids)
 
     def update_metadata(self, ids: Sequence[str], metadatas: Sequence[dict[str, Any]]) -> None:
         """Update the metadata of existing chunks (Chroma merges it key by key; a None value
@@ -153,16 +141,25 @@ class Writing(Reading):
             )
         self._types_seen = None
         self._type_index.forget(ids)
+        self._in_batches(
+            "Writing chunk metadata", "update", ids, metadatas=[dict(m) for m in metadatas]
+        )
+
+    def _in_batches(
+        self,
+        what: str,
+        method: Literal["upsert", "update", "delete"],
+        ids: Sequence[str],
+        **columns: Sequence[Any],
+    ) -> None:
+        """Call the collection's ``method`` on each batch of ``ids`` with the same slice of
+        every column, under the writer lock, then record the change so that every reader
+        learns of it."""
         with self.writing(), self._lock:
             for start in range(0, len(ids), BATCH):
                 end = start + BATCH
-                self.call(
-                    "Writing chunk metadata",
-                    partial(
-                        self.collection.update,
-                        ids=list(ids[start:end]),
-                        metadatas=[dict(m) for m in metadatas[start:end]],
-                    ),
-                )
+                batch = {name: list(values[start:end]) for name, values in columns.items()}
+                write = getattr(self.collection, method)
+                self.call(what, partial(write, ids=list(ids[start:end]), **batch))
             if ids:
                 self.record()
