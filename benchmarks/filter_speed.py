@@ -58,8 +58,8 @@ from benchmarks.common import (
     timed,
 )
 from ragbrain import Filters, Store
-from ragbrain.lexical.sync import LexicalSearcher
 from ragbrain.models.embeddings import default_embeddings
+from ragbrain.store.lexical import LexicalSearcher
 from ragbrain.store.scoped import ScopeVectors
 from ragbrain.store.type_index import OVERFETCH, TypeIndex
 

@@ -87,11 +87,11 @@ from benchmarks.common import (
 )
 from ragbrain import CorrectiveRetriever, RetrievalContext, Store, build_graph
 from ragbrain.evaluation import dense_retriever, eval_critic
-from ragbrain.lexical.fusion import hybrid_search
+from ragbrain.hybrid import hybrid_search
 from ragbrain.lexical.index import LexicalIndex
-from ragbrain.lexical.sync import index_path, sync_lexical
 from ragbrain.models.embeddings import default_embeddings
 from ragbrain.state import RetrievalInput, RetrievalOutput, RetrievalState
+from ragbrain.store.lexical import index_path, sync_lexical
 
 # --- pipeline: ragbrain against LangChain's Chroma retriever --------------------------------
 
@@ -362,7 +362,7 @@ from ragbrain import Store
 store = Store.open(sys.argv[1], embeddings); mark("Store.open (Chroma)")
 from ragbrain.factory import resolve_critic
 critic, _ = resolve_critic("default"); mark("critic")
-from ragbrain.lexical.sync import LexicalSearcher
+from ragbrain.store.lexical import LexicalSearcher
 lexical = LexicalSearcher(store); mark("lexical index")
 from ragbrain import build_graph
 retriever = CorrectiveRetriever(graph=build_graph(store, critic, lexical=lexical))

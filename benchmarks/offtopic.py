@@ -97,8 +97,8 @@ class Measured:
 
     def __init__(self, args: argparse.Namespace) -> None:
         from ragbrain.evaluation import corpus_store
-        from ragbrain.lexical.sync import sync_lexical
         from ragbrain.models.embeddings import embeddings_for
+        from ragbrain.store.lexical import sync_lexical
 
         self.model, _critic, (names, splits, self.test, self.fit) = shipped_critic_and_sets(args)
         self.names = names

@@ -232,7 +232,7 @@ def build_speed_stores(chunks: int) -> Path:
     from chromadb.config import Settings
 
     from ragbrain import Store
-    from ragbrain.lexical.sync import sync_lexical
+    from ragbrain.store.lexical import sync_lexical
 
     folder = cache_root() / "bench" / f"wrapped-speed-{chunks}"
     if (folder / "complete.json").is_file():

@@ -56,7 +56,7 @@ from benchmarks.lodo.fit import (
     shipped_scorer,
 )
 from benchmarks.lodo.ship import ship_abstention, ship_layer, ship_threshold
-from ragbrain.lexical.fusion import DENSE_SHARE
+from ragbrain.hybrid import DENSE_SHARE
 
 if TYPE_CHECKING:
     from ragbrain import TransformerCritic

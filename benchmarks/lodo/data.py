@@ -178,11 +178,11 @@ def load_role(
     """
     from ragbrain import RetrievalContext
     from ragbrain.evaluation import corpus_store
-    from ragbrain.lexical.fusion import dense_trusted
-    from ragbrain.lexical.sync import sync_lexical
+    from ragbrain.hybrid import dense_trusted
     from ragbrain.lexical.tokens import TOKENIZER_VERSION
     from ragbrain.models.embeddings import DEFAULT_EMBEDDING_MODEL, embeddings_for
     from ragbrain.nodes.depth import complexity, depth_for
+    from ragbrain.store.lexical import sync_lexical
 
     loaded, qrels = _pooled(root, name, splits)
     queries = {q: t for split in loaded for q, t in split.queries.items() if q in qrels}
@@ -243,7 +243,7 @@ def _powered(records: list[Record], model: str | None) -> list[Record]:
     """``records`` with the fusion's BM25 power of the stores' model."""
     from dataclasses import replace
 
-    from ragbrain.lexical.fusion import bm25_power
+    from ragbrain.hybrid import bm25_power
     from ragbrain.models.embeddings import DEFAULT_EMBEDDING_MODEL
 
     power = bm25_power(model or DEFAULT_EMBEDDING_MODEL)

@@ -57,7 +57,7 @@ from benchmarks.lodo.fit import (
 )
 from ragbrain.critic.evidence import COLUMNS, evidence_columns, probabilities, supports
 from ragbrain.critic.handover import HandOverRule, shipped_rules
-from ragbrain.lexical.fusion import DENSE_SHARE
+from ragbrain.hybrid import DENSE_SHARE
 from ragbrain.refusal.abstain import fit_thresholds
 
 if TYPE_CHECKING:
@@ -281,8 +281,8 @@ def main() -> None:  # noqa: PLR0915 (one run: load, fold, ship, time, save)
     from benchmarks.lodo import set_arguments
     from ragbrain.critic.evidence import EvidenceCritic
     from ragbrain.evaluation import corpus_store, load_split
-    from ragbrain.lexical.sync import sync_lexical
     from ragbrain.models.embeddings import embeddings_for
+    from ragbrain.store.lexical import sync_lexical
 
     parser = set_arguments(argparse.ArgumentParser(description=__doc__.splitlines()[0]))
     parser.add_argument("--ship", action="store_true", help=f"Write {LAYER_PATH}.")

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from benchmarks.lodo.data import Record, SetData, rows_of
-from ragbrain.lexical.fusion import DENSE_SHARE
+from ragbrain.hybrid import DENSE_SHARE
 from ragbrain.refusal.abstain import EvidenceRow, fit_thresholds
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ def candidates(record: Record, removed: frozenset[str], dense_share: float) -> l
     """The hybrid ranking as ``hybrid_search`` builds it: each side's top ``CANDIDATES``
     (after the removed documents), fused by score (``fuse_scores``) with this dense share;
     the dense side counts only when trusted."""
-    from ragbrain.lexical.fusion import CANDIDATES, fuse_scores
+    from ragbrain.hybrid import CANDIDATES, fuse_scores
 
     dense = [(d, v) for d, v in record.dense if d not in removed][:CANDIDATES]
     pairs = zip(record.bm25, record.bm25_scores, strict=True)

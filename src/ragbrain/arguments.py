@@ -1,12 +1,11 @@
 """Strict keyword arguments for the entry points a LangChain app calls
 (``CorrectiveRetriever(...)``, ``from_store``, ``from_vectorstore``, ``as_vectorstore``): an
-unknown name is an ``InvalidInputError`` naming the accepted ones (with the closest one for a
-misspelling), and ``search_kwargs``, which apps carry over from ``as_retriever``, is read or
-refused with a pointer."""
+unknown name is an ``InvalidInputError`` naming the accepted ones (``checks.check_names``),
+and ``search_kwargs``, which apps carry over from ``as_retriever``, is read or refused with a
+pointer."""
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -20,27 +19,6 @@ RETRIEVER_FIELDS = ("context", "k", "type_filter", "filters", "tags", "metadata"
 FILLED_FIELDS = ("graph", "known_types", "store_notes", "name")
 #: ``as_retriever``'s ``search_kwargs`` keys ragbrain reads.
 SEARCH_KWARGS = ("k", "filter")
-
-
-def check_names(given: Iterable[str], accepted: Iterable[str], where: str) -> None:
-    """Refuse any name of ``given`` that is not in ``accepted``.
-
-    Raises:
-        InvalidInputError: Naming the unknown argument, the closest accepted one when it
-            looks misspelt, and every accepted one.
-    """
-    allowed = sorted(set(accepted))
-    unknown = [name for name in given if name not in allowed]
-    if not unknown:
-        return
-    name = unknown[0]
-    close = difflib.get_close_matches(str(name), allowed, n=1, cutoff=0.6)
-    hint = f" Did you mean {close[0]!r}?" if close else ""
-    more = f" (and {sorted(unknown[1:])})" if len(unknown) > 1 else ""
-    raise InvalidInputError(
-        f"{where} got an unknown keyword argument {name!r}{more}.{hint} "
-        f"Accepted: {', '.join(allowed)}."
-    )
 
 
 def check_field_types(fields: Mapping[str, Any], where: str) -> None:

@@ -3,11 +3,12 @@ that names what was passed, what is allowed and what to pass instead (a leaf mod
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Iterable
 from typing import Any
 
-from ragbrain.errors import WrongTypeError
+from ragbrain.errors import InvalidInputError, WrongTypeError
 
 
 def describe(value: object) -> str:
@@ -159,3 +160,24 @@ def check_graph_inputs(store: object, lexical: object) -> None:
             "build_graph: lexical must be None or a ragbrain.lexical.LexicalSearcher(store); "
             f"got {describe(lexical)}."
         )
+
+
+def check_names(given: Iterable[str], accepted: Iterable[str], where: str) -> None:
+    """Refuse any name of ``given`` that is not in ``accepted``.
+
+    Raises:
+        InvalidInputError: Naming the unknown argument, the closest accepted one when it
+            looks misspelt, and every accepted one.
+    """
+    allowed = sorted(set(accepted))
+    unknown = [name for name in given if name not in allowed]
+    if not unknown:
+        return
+    name = unknown[0]
+    close = difflib.get_close_matches(str(name), allowed, n=1, cutoff=0.6)
+    hint = f" Did you mean {close[0]!r}?" if close else ""
+    more = f" (and {sorted(unknown[1:])})" if len(unknown) > 1 else ""
+    raise InvalidInputError(
+        f"{where} got an unknown keyword argument {name!r}{more}.{hint} "
+        f"Accepted: {', '.join(allowed)}."
+    )

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from ragbrain.errors import InvalidInputError
-from ragbrain.lexical.fusion import DENSE_SHARE
+from ragbrain.hybrid import DENSE_SHARE
 from ragbrain.models.profiles import default_profile
 from ragbrain.query.inputs import AbstainLevel, check_abstain, check_k
 from ragbrain.refusal.abstain import AbstainThresholds

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
     from ragbrain.critic.base import Critic
     from ragbrain.graph import Graph
-    from ragbrain.lexical.sync import LexicalSearcher
+    from ragbrain.store.lexical import LexicalSearcher
 
 log = logging.getLogger(__name__)
 
@@ -173,7 +173,7 @@ def open_store(
     )
     if options.embeddings is not None and options.check_model:
         check_store_model(store)
-    from ragbrain.lexical.sync import LexicalSearcher
+    from ragbrain.store.lexical import LexicalSearcher
 
     # The lexical index is checked against the store and brought in step if it lags.
     return assemble(store, options, lambda: LexicalSearcher(store))
@@ -205,7 +205,7 @@ def open_vectorstore(
         WrongTypeError, StoreNotFoundError, StoreMismatchError, WrongModelError,
         CriticLoadError.
     """
-    from ragbrain.lexical.sync import LexicalSearcher
+    from ragbrain.store.lexical import LexicalSearcher
     from ragbrain.store.wrapped import wrap_chroma
     from ragbrain.vectorstores.wrap import first_index, store_gate_note
 

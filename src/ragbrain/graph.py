@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from ragbrain.critic.base import Critic
-    from ragbrain.lexical.sync import LexicalSearcher
     from ragbrain.store import Store
+    from ragbrain.store.lexical import LexicalSearcher
 
 Graph = CompiledStateGraph[RetrievalState, RetrievalContext, RetrievalInput, RetrievalOutput]
 

@@ -23,10 +23,9 @@ from ragbrain.arguments import (
     FILLED_FIELDS,
     RETRIEVER_FIELDS,
     check_field_types,
-    check_names,
     read_search_kwargs,
 )
-from ragbrain.checks import check_embeddings, check_flag, describe
+from ragbrain.checks import check_embeddings, check_flag, check_names, describe
 from ragbrain.context import RetrievalContext
 from ragbrain.errors import InvalidInputError, WrongTypeError
 from ragbrain.factory import (

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 from ragbrain.ingest.files import split_front_matter
-from ragbrain.lexical.sync import LexicalSearcher
 from ragbrain.store import Store
+from ragbrain.store.lexical import LexicalSearcher
 
 
 def main(store_path: str, notes_path: str) -> None:

@@ -15,9 +15,9 @@ from langchain_core.indexing import InMemoryRecordManager, index
 from ragbrain import CorrectiveRetriever
 from ragbrain.errors import InvalidInputError, StoreLockedError, WrongTypeError
 from ragbrain.lexical.index import LexicalIndex, fingerprint
-from ragbrain.lexical.sync import index_path
 from ragbrain.store import Store
-from ragbrain.vectorstores.chroma import DEFAULT_TYPE, RagbrainChroma
+from ragbrain.store.lexical import index_path
+from ragbrain.store.vectorstore import DEFAULT_TYPE, RagbrainChroma
 from tests.support.fakes import NOTES, BagOfWordsEmbeddings
 
 pytestmark = pytest.mark.filterwarnings("ignore:Using SHA-1:UserWarning")

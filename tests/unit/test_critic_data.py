@@ -78,8 +78,8 @@ def test_the_threshold_is_chosen_on_what_the_retriever_hands_the_critic(
     """dev_seen holds each dev query's candidates exactly as the retriever's hybrid search
     ranks them (BM25 and dense fused), labelled by the qrels; dev keeps the mined ones."""
     from ragbrain.evaluation.beir import corpus_store, load_split
-    from ragbrain.lexical.fusion import dense_trusted, hybrid_search
-    from ragbrain.lexical.sync import sync_lexical
+    from ragbrain.hybrid import dense_trusted, hybrid_search
+    from ragbrain.store.lexical import sync_lexical
 
     qrels = {q: {f"d{q[1]}": 1} for q in QUERIES}
     folder = beir(tmp_path / "toy", qrels)

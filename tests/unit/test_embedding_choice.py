@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 import ragbrain.models.embeddings
 from ragbrain.cli import app
 from ragbrain.errors import InvalidInputError, StoreMismatchError
+from ragbrain.hybrid import dense_trusted
 from ragbrain.ingest import ingest
-from ragbrain.lexical.fusion import dense_trusted
 from ragbrain.models.embeddings import DEFAULT_EMBEDDING_MODEL, E5_SMALL, embeddings_for
 from ragbrain.store import MODEL_KEY, Store
 from tests.support.fakes import BagOfWordsEmbeddings

@@ -136,7 +136,7 @@ def test_a_broken_evidence_layer_fails_the_shipped_choice_when_chosen(tmp_path: 
 
 def test_a_critic_with_for_store_is_bound_to_the_graphs_store(fake_store: Store) -> None:
     from ragbrain.graph import build_graph
-    from ragbrain.lexical.sync import LexicalSearcher
+    from ragbrain.store.lexical import LexicalSearcher
     from tests.support.fakes import OverlapCritic
 
     bound = OverlapCritic()

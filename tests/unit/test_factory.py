@@ -17,8 +17,8 @@ from langchain_core.documents import Document
 from ragbrain import CorrectiveRetriever, Store, factory, open_graph
 from ragbrain.errors import CriticLoadError, StoreUnavailableError
 from ragbrain.factory import BuildOptions, Built, assemble
-from ragbrain.lexical.sync import LexicalSearcher
 from ragbrain.mcp_server.service import RagbrainService
+from ragbrain.store.lexical import LexicalSearcher
 from tests.support.fakes import BagOfWordsEmbeddings, OverlapCritic
 
 

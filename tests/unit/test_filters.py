@@ -14,10 +14,10 @@ import pytest
 from ragbrain import CorrectiveRetriever, Filters, InvalidInputError
 from ragbrain.context import RetrievalContext
 from ragbrain.ingest import ingest
-from ragbrain.lexical.sync import LexicalSearcher
 from ragbrain.query.facets import Facets
 from ragbrain.query.filters import MODIFIED_KEY, iso
 from ragbrain.store import Store
+from ragbrain.store.lexical import LexicalSearcher
 from tests.support.fakes import BagOfWordsEmbeddings
 
 MARCH = dt.datetime(2024, 3, 1, tzinfo=dt.UTC).timestamp()
@@ -322,7 +322,7 @@ def test_a_store_ingested_before_times_were_recorded_says_so(scoped: Store) -> N
     # As an older ingest wrote them: no `modified` key.
     ids = scoped.all_ids()
     scoped.update_metadata(ids, [{MODIFIED_KEY: None}] * len(ids))  # None deletes a key
-    from ragbrain.lexical.sync import index_path
+    from ragbrain.store.lexical import index_path
 
     index_path(scoped).unlink()
     retriever = CorrectiveRetriever.from_store(  # off-topic refusal is tested elsewhere

@@ -13,10 +13,10 @@ import ragbrain.models.embeddings
 from ragbrain.errors import StoreMismatchError, StoreNotFoundError
 from ragbrain.ingest import ingest
 from ragbrain.ingest.reembed import re_embed
-from ragbrain.lexical.sync import LexicalSearcher
 from ragbrain.models.embeddings import DEFAULT_EMBEDDING_MODEL, E5_SMALL, model_name_of
 from ragbrain.store import Store
 from ragbrain.store.follow import Follower
+from ragbrain.store.lexical import LexicalSearcher
 from tests.support.fakes import BagOfWordsEmbeddings
 
 

@@ -10,7 +10,7 @@ import pytest
 from ragbrain.context import RetrievalContext
 from ragbrain.errors import InvalidInputError
 from ragbrain.graph import build_graph
-from ragbrain.lexical.fusion import (
+from ragbrain.hybrid import (
     DENSE_SHARE,
     FusionWeights,
     bm25_power,
@@ -19,9 +19,9 @@ from ragbrain.lexical.fusion import (
     hybrid_search,
 )
 from ragbrain.lexical.index import LexicalIndex
-from ragbrain.lexical.sync import LexicalSearcher
 from ragbrain.lexical.tokens import tokenize
 from ragbrain.store import Store
+from ragbrain.store.lexical import LexicalSearcher
 
 DENSE = [("a", 0.1), ("b", 0.2), ("c", 0.3)]
 

@@ -11,10 +11,10 @@ import pytest
 from ragbrain.context import RetrievalContext
 from ragbrain.errors import InvalidInputError
 from ragbrain.graph import build_graph
-from ragbrain.lexical.fusion import fuse_hits, hybrid_search, rrf
-from ragbrain.lexical.sync import LexicalSearcher
+from ragbrain.hybrid import fuse_hits, hybrid_search, rrf
 from ragbrain.state import RETRIEVAL_KEY, Hit
 from ragbrain.store import Store
+from ragbrain.store.lexical import LexicalSearcher
 
 
 def test_rrf_order_on_a_hand_made_case() -> None:
@@ -169,7 +169,7 @@ def test_weighted_rrf_lets_one_side_only_fill_in() -> None:
 def test_dense_is_trusted_by_query_language(
     fake_store: Store, query: str, languages: tuple[str, ...] | None, trusted: bool
 ) -> None:
-    from ragbrain.lexical.fusion import dense_trusted
+    from ragbrain.hybrid import dense_trusted
     from ragbrain.models.embeddings import DEFAULT_EMBEDDING_MODEL
 
     fake_store.embeddings.model_name = DEFAULT_EMBEDDING_MODEL  # type: ignore[attr-defined]
@@ -177,7 +177,7 @@ def test_dense_is_trusted_by_query_language(
 
 
 def test_any_other_model_is_trusted_in_every_language(fake_store: Store) -> None:
-    from ragbrain.lexical.fusion import dense_trusted
+    from ragbrain.hybrid import dense_trusted
 
     assert dense_trusted(fake_store, "แคช", None)  # the fake model is not the default one
 

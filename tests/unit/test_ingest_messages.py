@@ -17,9 +17,9 @@ from ragbrain.graph import build_graph
 from ragbrain.ingest import IngestInterrupted, ingest
 from ragbrain.ingest import run as run_module
 from ragbrain.lexical.index import LexicalIndex
-from ragbrain.lexical.sync import LexicalSearcher, index_path
 from ragbrain.retriever import CorrectiveRetriever
 from ragbrain.store import Store
+from ragbrain.store.lexical import LexicalSearcher, index_path
 from tests.support.fakes import NOTES, BagOfWordsEmbeddings
 
 runner = CliRunner()

@@ -14,8 +14,8 @@ import pytest
 from ragbrain.ingest import ingest
 from ragbrain.lexical import detect_language, tokenize
 from ragbrain.lexical.index import LexicalIndex, LexicalIndexError
-from ragbrain.lexical.sync import LexicalSearcher, index_path, sync_lexical
 from ragbrain.store import Store
+from ragbrain.store.lexical import LexicalSearcher, index_path, sync_lexical
 from tests.support.fakes import NOTES
 
 
@@ -241,7 +241,7 @@ def test_missing_stale_and_corrupt_indexes_are_rebuilt(
     path.unlink()
     assert len(sync_lexical(fake_store)) == fake_store.count() and path.is_file()
     path.write_bytes(b"garbage")
-    with caplog.at_level(logging.WARNING, logger="ragbrain.lexical.sync"):
+    with caplog.at_level(logging.WARNING, logger="ragbrain.store.lexical"):
         index = sync_lexical(fake_store)
     assert "Rebuilding the lexical index" in caplog.text
     assert sorted(index.ids) == sorted(fake_store.all_ids())

@@ -12,8 +12,8 @@ from ragbrain.ingest import ingest
 from ragbrain.ingest.chunks import chunk_note
 from ragbrain.ingest.files import scan_notes
 from ragbrain.ingest.run import write_chunks
-from ragbrain.lexical.sync import LexicalSearcher, index_path, stored_generation, sync_lexical
 from ragbrain.store import Store
+from ragbrain.store.lexical import LexicalSearcher, index_path, stored_generation, sync_lexical
 from tests.support.fakes import NOTES, BagOfWordsEmbeddings
 
 REPO = Path(__file__).resolve().parents[2]

@@ -298,7 +298,7 @@ def test_lexical_support_weighs_rare_words_and_counts_unseen_ones_as_rarest(
     fake_store: Store,
 ) -> None:
     from ragbrain.lexical.support import lexical_support
-    from ragbrain.lexical.sync import sync_lexical
+    from ragbrain.store.lexical import sync_lexical
 
     index = sync_lexical(fake_store)
     query = "nightly backup credentials"

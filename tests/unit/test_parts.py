@@ -66,7 +66,7 @@ def test_each_part_is_handed_over(fake_store: Store) -> None:
 
 @pytest.mark.parametrize("mode", ["dense", "hybrid"])
 def test_the_graph_splits_and_says_so(fake_store: Store, mode: str) -> None:
-    from ragbrain.lexical.sync import LexicalSearcher
+    from ragbrain.store.lexical import LexicalSearcher
 
     graph = build_graph(fake_store, None, lexical=LexicalSearcher(fake_store))
     on = CorrectiveRetriever(graph=graph, context=RetrievalContext(search_mode=mode))

@@ -69,7 +69,7 @@ def test_a_malformed_profile_is_refused_naming_its_file(missing: str) -> None:
 def test_the_modules_read_the_profiles() -> None:
     from ragbrain.critic.folder import BASE_CHOICES, BASES
     from ragbrain.gates import model_gate
-    from ragbrain.lexical.fusion import bm25_power
+    from ragbrain.hybrid import bm25_power
     from ragbrain.models.embeddings import EMBEDDING_CHOICES, model_reads
     from ragbrain.refusal import offtopic
 

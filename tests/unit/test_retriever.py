@@ -453,7 +453,7 @@ def test_abstention_needs_bm25_to_agree_when_its_thresholds_use_coverage(
 ) -> None:
     """A query whose words a note holds is covered by BM25: the run answers; one whose words
     no note holds is not, and it abstains. Dense search has no coverage to give."""
-    from ragbrain.lexical import LexicalSearcher
+    from ragbrain.store.lexical import LexicalSearcher
 
     graph = build_graph(
         fake_store, _Doubtful(coverage_below=0.3), lexical=LexicalSearcher(fake_store)

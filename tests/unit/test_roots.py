@@ -14,9 +14,9 @@ from ragbrain.ingest.chunks import chunk_note
 from ragbrain.ingest.files import scan_notes
 from ragbrain.ingest.roots import overlaps, place
 from ragbrain.ingest.run import write_chunks
-from ragbrain.lexical.sync import LexicalSearcher, sync_lexical
 from ragbrain.store import Store
 from ragbrain.store.ledger import ROOTS_KEY
+from ragbrain.store.lexical import LexicalSearcher, sync_lexical
 from tests.support.fakes import BagOfWordsEmbeddings
 
 #: 8 one-chunk notes, 5 of them in tmux/ (the case that became 13 chunks).

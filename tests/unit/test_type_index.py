@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from ragbrain.lexical.index import LexicalIndex
-from ragbrain.lexical.sync import LexicalSearcher
 from ragbrain.store import Store, type_index
+from ragbrain.store.lexical import LexicalSearcher
 from tests.support.fakes import BagOfWordsEmbeddings, write_behind_its_back
 
 RARE = frozenset({"rare"})

@@ -13,11 +13,11 @@ from ragbrain.cli import app
 from ragbrain.doctor import diagnose
 from ragbrain.ingest import ingest
 from ragbrain.lexical.index import LexicalIndex
-from ragbrain.lexical.sync import LexicalSearcher
 from ragbrain.mcp_server import RagbrainService
 from ragbrain.query.typematch import stored_spellings, unknown_types, unknown_types_message
 from ragbrain.retriever import CorrectiveRetriever
 from ragbrain.store import Store
+from ragbrain.store.lexical import LexicalSearcher
 from ragbrain.store.typelist import list_types
 from tests.support.fakes import NOTES, BagOfWordsEmbeddings
 

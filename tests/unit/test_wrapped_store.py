@@ -23,8 +23,8 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from ragbrain import CorrectiveRetriever, RetrievalContext
 from ragbrain.errors import StoreMismatchError, StoreNotFoundError, WrongTypeError
 from ragbrain.lexical.index import LexicalIndex, fingerprint
-from ragbrain.lexical.sync import LexicalSearcher, index_path
 from ragbrain.store import type_index
+from ragbrain.store.lexical import LexicalSearcher, index_path
 from ragbrain.store.wrapped import wrap_chroma
 from ragbrain.vectorstores.wrap import first_index
 from tests.support.fakes import NOTES, BagOfWordsEmbeddings, OverlapCritic

@@ -19,8 +19,8 @@ from ragbrain.critic.model import TransformerCritic
 from ragbrain.errors import CriticLoadError
 
 if TYPE_CHECKING:
-    from ragbrain.lexical.sync import LexicalSearcher
     from ragbrain.store import Store
+    from ragbrain.store.lexical import LexicalSearcher
 
 log = logging.getLogger(__name__)
 

@@ -36,9 +36,9 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from ragbrain.lexical.index import LexicalIndex
-    from ragbrain.lexical.sync import LexicalSearcher
     from ragbrain.refusal.abstain import AbstainThresholds
     from ragbrain.store import Store
+    from ragbrain.store.lexical import LexicalSearcher
 
 #: The layer's input columns (its ``inputs``), in the order ``evidence_columns`` returns them.
 COLUMNS = (
@@ -182,7 +182,7 @@ class EvidenceCritic:
         import copy
 
         if lexical is None:
-            from ragbrain.lexical.sync import LexicalSearcher
+            from ragbrain.store.lexical import LexicalSearcher
 
             lexical = LexicalSearcher(store)
         bound = copy.copy(self)

@@ -98,7 +98,7 @@ def repair(store: Store) -> list[str]:
     Returns:
         One line per thing done.
     """
-    from ragbrain.lexical.sync import sync_lexical
+    from ragbrain.store.lexical import sync_lexical
 
     done = []
     with store.writing():

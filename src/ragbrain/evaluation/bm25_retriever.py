@@ -12,8 +12,8 @@ from pydantic import ConfigDict, Field
 from ragbrain.state import RETRIEVAL_KEY
 
 if TYPE_CHECKING:
-    from ragbrain.lexical.sync import LexicalSearcher
     from ragbrain.store import Store
+    from ragbrain.store.lexical import LexicalSearcher
 
 
 class BM25Retriever(BaseRetriever):

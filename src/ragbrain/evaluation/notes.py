@@ -337,7 +337,7 @@ def evaluate_notes(
     prober = None
     if probe and store is not None:
         from ragbrain.graph import build_graph
-        from ragbrain.lexical.sync import LexicalSearcher
+        from ragbrain.store.lexical import LexicalSearcher
 
         graph = build_graph(store, "default", lexical=LexicalSearcher(store), handover=None)
         prober = CorrectiveRetriever(graph=graph)

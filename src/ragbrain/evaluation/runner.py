@@ -73,7 +73,7 @@ def build_retrievers(
 ) -> dict[str, BaseRetriever]:
     """One retriever per configuration; the graph (and its store and critic) is shared."""
     from ragbrain.evaluation.bm25_retriever import BM25Retriever
-    from ragbrain.lexical.sync import LexicalSearcher
+    from ragbrain.store.lexical import LexicalSearcher
 
     # Every configuration but LangChain's dense one reads the lexical index (hybrid search,
     # the lexical rescue, BM25 alone); it is brought in step with the store once, here.

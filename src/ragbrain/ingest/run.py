@@ -264,7 +264,7 @@ def _write(
     Raises:
         IngestInterrupted: Ctrl-C; the lexical index follows what was written first.
     """
-    from ragbrain.lexical.sync import sync_lexical
+    from ragbrain.store.lexical import sync_lexical
 
     finished = _unfinished_after(store, given, None)
     entry = Unfinished(path=str(given), total=len(plan.to_write), started=time.time())

@@ -164,7 +164,7 @@ def apply_changes(
         write_chunks(store, to_write)
         store.delete(stale)
         retime(store, to_retime)
-        from ragbrain.lexical.sync import sync_lexical
+        from ragbrain.store.lexical import sync_lexical
 
         changed = {c.id: c.metadata for c in to_retime}
         store.keep_small_types(sync_lexical(store, changed=changed, record={}))

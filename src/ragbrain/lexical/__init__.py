@@ -1,19 +1,8 @@
-"""The lexical side of hybrid search: tokenization by script, a BM25 index beside the store,
-and its fusion with the dense hits."""
+"""The lexical side of hybrid search: tokenization by script and a BM25 index. The store
+keeps one beside its collection (``ragbrain.store.lexical``); ``ragbrain.hybrid`` fuses its
+hits with the dense ones."""
 
-from ragbrain.lexical.fusion import hybrid_search, rrf
 from ragbrain.lexical.index import LexicalIndex, LexicalIndexError
-from ragbrain.lexical.sync import LexicalSearcher, index_path, sync_lexical
 from ragbrain.lexical.tokens import detect_language, tokenize
 
-__all__ = [
-    "LexicalIndex",
-    "LexicalIndexError",
-    "LexicalSearcher",
-    "detect_language",
-    "hybrid_search",
-    "index_path",
-    "rrf",
-    "sync_lexical",
-    "tokenize",
-]
+__all__ = ["LexicalIndex", "LexicalIndexError", "detect_language", "tokenize"]

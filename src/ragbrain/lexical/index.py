@@ -85,7 +85,7 @@ class LexicalIndex:
     its term-major CSC matrix of precomputed per-(term, chunk) scores, so a query sums a few
     columns. The matrix is built
     by ``bm25.score_matrix`` with vectorized NumPy, since bm25s's own builder loops in Python
-    (47 s against 7 s for 100k chunks, measured); a test checks it against
+    (docs/decisions/measured-costs.md); a test checks it against
     ``bm25s.BM25.index`` on the same tokens.
     """
 
@@ -117,7 +117,7 @@ class LexicalIndex:
         self.vocab = vocab
         self.fingerprint = fingerprint(ids)
         #: The store generation (``ragbrain.store.ledger``) this index is known to match, as
-        #: saved by ``lexical.sync``; None: unknown (the store's ids decide).
+        #: saved by ``store.lexical``; None: unknown (the store's ids decide).
         self.generation: str | None = None
         self._position = {id_: i for i, id_ in enumerate(ids)}
         self._type_codes: dict[str, int] = {}

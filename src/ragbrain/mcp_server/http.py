@@ -185,9 +185,8 @@ def limit_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
     """Cap glibc's malloc arenas (unless ``$MALLOC_ARENA_MAX`` is set); True if capped.
 
     Each thread that allocates gets its own arena by default (up to 8 per core), and the
-    SDK runs every tool call in a worker thread: 20 clients at once left the server ~170 MB
-    (1.2x) above a stdio server, nearly all of it in arenas; capped at 2, 1.03x
-    (``python -m benchmarks.mcp_speed http``). Not glibc (musl, macOS): nothing to do.
+    SDK runs every tool call in a worker thread, so many clients at once grow the server's
+    memory in arenas (docs/decisions/measured-costs.md). Not glibc (musl, macOS): nothing to do.
     """
     if os.environ.get("MALLOC_ARENA_MAX") or not sys.platform.startswith("linux"):
         return False

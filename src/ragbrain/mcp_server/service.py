@@ -52,8 +52,8 @@ if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
     from ragbrain.ingest.watch import Watcher
-    from ragbrain.lexical.sync import LexicalSearcher
     from ragbrain.query.filters import Filters
+    from ragbrain.store.lexical import LexicalSearcher
 
 log = logging.getLogger(__name__)
 

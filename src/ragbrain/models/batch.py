@@ -1,7 +1,7 @@
 """Many queries embedded in batches, as ``embed_query`` would embed each.
 
 LangChain's ``Embeddings`` has no batch call for queries, and a model may embed a query
-otherwise than a passage (multilingual-e5's ``"query: "`` and ``"passage: "`` prefixes), so
+otherwise than a passage (a ``"query: "`` prefix where passages get ``"passage: "``), so
 ``embed_documents`` is not a batch ``embed_query`` in general. ``embed_queries`` uses:
 
 1. the model's own ``embed_queries`` (ragbrain's models: ONNX Runtime and torch);

@@ -73,8 +73,7 @@ def session(path: Path) -> Any:
     options.inter_op_num_threads = 1
     options.log_severity_level = 3
     # Its threads stop spinning when a run returns: spinning on, they kept both cores busy
-    # while the torch critic judged right after a query (query + critic p50 43.1 -> 30.5 ms,
-    # passages 0.93x; docs/onnx.md).
+    # while the torch critic judged right after a query (docs/decisions/measured-costs.md).
     options.add_session_config_entry("session.force_spinning_stop", "1")
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 

@@ -110,7 +110,7 @@ class ModelProfile:
             names); None: every language.
         gate: Its shipped gate threshold (``ragbrain.gates``).
         offtopic: Its off-topic levels, cut and rescue.
-        bm25_power: The power of BM25's share in the hybrid fusion (``ragbrain.lexical.fusion``).
+        bm25_power: The power of BM25's share in the hybrid fusion (``ragbrain.hybrid``).
         own_tokenizer_chunks: Chunks are counted in the loaded model's own tokens (else in
             the default model's: ``ragbrain.ingest.chunks``).
         critic_base: The encoder a cross-encoder critic for its stores is cut from

@@ -33,8 +33,8 @@ from ragbrain.state import RETRIEVAL_KEY, RetrievalState
 from ragbrain.store.hits import Hit
 
 if TYPE_CHECKING:
-    from ragbrain.lexical.sync import LexicalSearcher
     from ragbrain.store import Store
+    from ragbrain.store.lexical import LexicalSearcher
 
 
 def bind_critic(critic: Critic, store: Store, lexical: LexicalSearcher | None = None) -> Critic:

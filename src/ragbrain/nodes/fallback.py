@@ -13,7 +13,7 @@ from ragbrain.state import RetrievalState
 from ragbrain.store.hits import Hit
 
 if TYPE_CHECKING:
-    from ragbrain.lexical.sync import LexicalSearcher
+    from ragbrain.store.lexical import LexicalSearcher
     from ragbrain.store.searchable import SearchableStore
 
 
@@ -69,7 +69,7 @@ def make_fallback_search(store: SearchableStore, lexical: LexicalSearcher | None
             merged = merge_hits(state["hits"], rescued(found), wanted)
             rungs = "without the type filter"
         else:
-            from ragbrain.lexical.fusion import (
+            from ragbrain.hybrid import (
                 CANDIDATES,
                 dense_trusted,
                 fuse_hits,

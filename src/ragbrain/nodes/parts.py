@@ -2,7 +2,7 @@
 part is kept, and each chunk judged against the part it answers.
 
 The whole question and each part (``ragbrain.query.compound.split_compound``) are searched alike;
-their rankings are fused by reciprocal rank fusion (``ragbrain.lexical.fusion.rrf``), and the
+their rankings are fused by reciprocal rank fusion (``ragbrain.hybrid.rrf``), and the
 best chunk of each part that the fused top ``depth`` lacks replaces the last fused chunk that
 is no part's best, so every part is represented among the candidates. Every hit carries its
 cosine distance to the *whole* question (the gate reads that, as for any run) and, in
@@ -20,7 +20,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from ragbrain.lexical.fusion import fuse_hits, rrf
+from ragbrain.hybrid import fuse_hits, rrf
 from ragbrain.store.hits import Hit
 
 if TYPE_CHECKING:

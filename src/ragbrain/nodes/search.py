@@ -16,8 +16,8 @@ from ragbrain.state import RetrievalState
 from ragbrain.store.hits import Hit
 
 if TYPE_CHECKING:
-    from ragbrain.lexical.fusion import Fused
-    from ragbrain.lexical.sync import LexicalSearcher
+    from ragbrain.hybrid import Fused
+    from ragbrain.store.lexical import LexicalSearcher
     from ragbrain.store.searchable import SearchableStore
 
 
@@ -47,13 +47,13 @@ def make_vector_search(store: SearchableStore, lexical: LexicalSearcher | None =
         hybrid = context.search_mode == "hybrid" and lexical is not None
         trust = True
         if hybrid:
-            from ragbrain.lexical.fusion import dense_trusted
+            from ragbrain.hybrid import dense_trusted
 
             trust = dense_trusted(store, query, context.dense_languages)
 
         def search(text: str, k: int) -> list[Hit]:
             if hybrid and lexical is not None:
-                from ragbrain.lexical.fusion import hybrid_fusion
+                from ragbrain.hybrid import hybrid_fusion
 
                 fused = hybrid_fusion(
                     store,

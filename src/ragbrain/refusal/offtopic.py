@@ -74,11 +74,11 @@ CROSS_SAMPLE = 5000
 #: Fewer bank questions than this in scripts the notes do not use: no cut across scripts.
 MIN_ACROSS = 20
 #: Stores whose chunks are at least this share English function words (``prose_share``) read
-#: as prose and use their model's ``prose_level`` (fit on notes folders): every notes folder
-#: holds 18-22%, SciFact 29%, CoSQA 17%, NFCorpus's stop-word-stripped abstracts 0.2%.
+#: as prose and use their model's ``prose_level`` (fit on notes folders; the shares of each
+#: set: docs/decisions/offtopic-prose-quantile.md).
 PROSE_SHARE = 0.05
 #: English function words: their share of a store's words tells prose from text stripped of
-#: them (NFCorpus's preprocessed abstracts: 0.2%; notes, abstracts and code: 17-29%).
+#: them (NFCorpus's preprocessed abstracts).
 FUNCTION_WORDS = frozenset(
     [
         "the",

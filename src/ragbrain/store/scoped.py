@@ -13,7 +13,8 @@ then, as for the type filter (``type_index``):
   in memory (``ScopeVectors``: a matrix product, under a millisecond for thousands of chunks),
   read from Chroma in a background thread the first time a scope is met; until they are
   there (and for a scope over ``SCOPE_ROWS`` chunks), Chroma's search over the matching ids
-  only (``query(ids=...)``: 25-58 ms at 100k chunks, measured, against ~2-4 ms unfiltered).
+  only (``query(ids=...)``, an order of magnitude slower than an unfiltered search at 100k
+  chunks: docs/decisions/measured-costs.md).
 
 Every hit is checked against Chroma's own metadata before it is returned; when one no longer
 passes (the index lagged behind a writer), the caller searches without the index.
@@ -147,7 +148,7 @@ class ScopeVectors:
         if not norm or len(kept_ids) != len(ids):
             return None
         # einsum, not `@`: OpenBLAS's threaded matrix-vector product waits for its threads
-        # beside torch's and Chroma's (16 ms against 0.15 ms for 4,800 x 384, measured).
+        # beside torch's and Chroma's (docs/decisions/measured-costs.md).
         distances = 1.0 - np.einsum("ij,j->i", matrix, query / norm)
         distances[~np.isfinite(distances)] = 2.0
         top = np.argpartition(distances, k)[:k] if len(distances) > k else np.arange(len(ids))

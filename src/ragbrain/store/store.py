@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection
     from langchain_core.embeddings import Embeddings
 
-    from ragbrain.vectorstores.chroma import RagbrainChroma
+    from ragbrain.store.vectorstore import RagbrainChroma
 
 log = logging.getLogger(__name__)
 
@@ -316,7 +316,7 @@ class Store(Searching, Writing, Records):
         """This store as a langchain-chroma ``Chroma`` (the same client and collection,
         embedding with this store's model), for any LangChain code to read and write: its
         writes go through the store, so the lexical index follows
-        (``ragbrain.vectorstores.chroma``).
+        (``ragbrain.store.vectorstore``).
 
         Args:
             type_key: The metadata key of written documents that holds their note type
@@ -328,9 +328,8 @@ class Store(Searching, Writing, Records):
                 store was made without its client (not by ``Store.open``).
             WrongTypeError: A key that is not a non-empty string.
         """
-        # A thin alias of the layer above, the one upward call the import contract allows
-        # (pyproject.toml): the vector store's writes bring the lexical index in step.
-        from ragbrain.vectorstores.chroma import as_vectorstore
+        # Imported when called: langchain-chroma loads only for callers that use it.
+        from ragbrain.store.vectorstore import as_vectorstore
 
         return as_vectorstore(self, type_key=type_key, source_key=source_key, **unknown)
 
@@ -343,8 +342,8 @@ class Store(Searching, Writing, Records):
         time and size of its SQLite file, where Chroma writes every add, update and delete,
         by any process; reads leave it alone); None for a server store or an unreadable file.
 
-        Long-lived readers compare it before paying for ``count``: Chroma's costs ~10 ms at
-        100k chunks and ~120 ms at 1M. Take it *before* the count it vouches for, so a write
+        Long-lived readers compare it before paying for ``count``, which grows with the
+        store (docs/decisions/measured-costs.md). Take it *before* the count it vouches for, so a write
         in between changes it again.
         """
         if self.folder is None:

@@ -158,8 +158,8 @@ class TypeIndex:
 
         Also keeps the rare types' vectors when they are missing (a store written by other
         means than `ragbrain ingest`), so that even the first query of such a type is not
-        Chroma's slow filter: 0.7-2.2 s more on the first open of the 100k benchmark store,
-        ~3 ms to check them when they are there.
+        Chroma's slow filter; checking them when they are there is cheap
+        (docs/decisions/measured-costs.md).
         """
         with self._lock:
             self._known = known
@@ -307,8 +307,8 @@ class TypeIndex:
     def _in_step(self) -> KnownTypes | None:
         """The index of the whole store, unless this store wrote since (the index may not have
         those writes yet). It keeps itself in step with other writers (the lexical searcher
-        rechecks the count every few seconds), so no count is asked here: Chroma's costs ~14 ms
-        at 100k chunks."""
+        rechecks the count every few seconds), so no count is asked here: Chroma's grows with
+        the store."""
         known = self._known_now()
         with self._lock:
             return None if self._written else known

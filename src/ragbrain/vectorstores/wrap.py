@@ -15,9 +15,9 @@ import numpy as np
 from ragbrain.context import DEFAULT_GATE_THRESHOLD
 from ragbrain.gates import SHIPPED_GATES
 from ragbrain.lexical.index import LexicalIndex, LexicalIndexError, columns_of
-from ragbrain.lexical.sync import index_path
 from ragbrain.lexical.tokens import tokenize
 from ragbrain.models.embeddings import model_name_of
+from ragbrain.store.lexical import index_path
 from ragbrain.store.wrapped import WrappedStore
 from ragbrain.vectorstores.gate import self_calibrate
 

@@ -56,8 +56,8 @@ def retriever_candidates(store: Store, mode: str) -> Candidates:
     dense fused, with the language rule) or ``dense``."""
     if mode == "dense":
         return store.search
-    from ragbrain.lexical.fusion import dense_trusted, hybrid_search
-    from ragbrain.lexical.sync import LexicalSearcher
+    from ragbrain.hybrid import dense_trusted, hybrid_search
+    from ragbrain.store.lexical import LexicalSearcher
 
     index = LexicalSearcher(store).index
 

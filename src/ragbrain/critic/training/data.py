@@ -183,22 +183,22 @@ def as_retrieved(
 ) -> list[QueryCandidates]:
     """The same queries with the candidates the retriever hands its critic at run time: the
     top ``k`` of its default hybrid search (dense and BM25 fused by score as
-    ``ragbrain.lexical.fusion.hybrid_fusion`` fuses them, with its language rule and the store
+    ``ragbrain.hybrid.hybrid_fusion`` fuses them, with its language rule and the store
     model's BM25 power), so that a threshold calibrated on them means at run time what it
     meant on dev.
 
     The dense side is searched exactly (``exact_nearest``), as in ``mine``, so calibration is
     as reproducible as mining; relevance comes from ``split``'s qrels, as in ``mine``.
     """
-    from ragbrain.lexical.fusion import (
+    from ragbrain.hybrid import (
         CANDIDATES,
         DENSE_SHARE,
         bm25_power,
         dense_trusted,
         fuse_scores,
     )
-    from ragbrain.lexical.sync import sync_lexical
     from ragbrain.models.embeddings import model_name_of
+    from ragbrain.store.lexical import sync_lexical
 
     index = sync_lexical(store)
     power = bm25_power(model_name_of(store.embeddings))

@@ -15,10 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_chroma import Chroma
 
-from ragbrain.arguments import check_names
-from ragbrain.checks import describe
+from ragbrain.checks import check_names, describe
 from ragbrain.errors import InvalidInputError, WrongTypeError
-from ragbrain.lexical.sync import sync_lexical
+from ragbrain.store.lexical import sync_lexical
 
 if TYPE_CHECKING:
     from langchain_core.documents import Document
