@@ -343,8 +343,8 @@ class Store(Searching, Writing, Records):
         by any process; reads leave it alone); None for a server store or an unreadable file.
 
         Long-lived readers compare it before paying for ``count``, which grows with the
-        store (docs/decisions/measured-costs.md). Take it *before* the count it vouches for, so a write
-        in between changes it again.
+        store (docs/decisions/measured-costs.md). Take it *before* the count it vouches for,
+        so a write in between changes it again.
         """
         if self.folder is None:
             return None
