@@ -112,14 +112,24 @@ def bank_distances(folder: Path, embeddings: Any) -> list[float]:
     return offtopic.nearest_distances(store, offtopic.query_vectors(embeddings, questions))
 
 
+#: Notes caps tried (``offtopic.notes_cap``): cosine distances.
+CAPS = tuple(round(0.40 + 0.01 * n, 2) for n in range(41))
+
+
 def refused_at(
-    payload: dict[str, Any], bank: Sequence[float], q: float, support: float, split: str
+    payload: dict[str, Any],
+    bank: Sequence[float],
+    q: float,
+    support: float,
+    split: str,
+    cap: float | None = None,
 ) -> dict[str, float]:
-    """Each group's refused share on ``split`` with the cut at the bank's ``q`` quantile and
-    the rescue at ``support`` (the default level's rule, from each answer's evidence)."""
+    """Each group's refused share on ``split`` with the cut at the bank's ``q`` quantile (held
+    to ``cap``) and the rescue at ``support`` (the default level's rule, from each answer's
+    evidence; every folder here spans more than ``offtopic.NOTES_SPAN`` chunks a note)."""
     from ragbrain.refusal.offtopic import quantile
 
-    cut = quantile(bank, q)
+    cut = quantile(bank, q) if cap is None else min(quantile(bank, q), cap)
     out = {}
     for group in GROUPS:
         rows = [a for a in payload["answers"] if a["group"] == group and a["split"] == split]
@@ -142,6 +152,20 @@ def fit_quantile(fit: Sequence[tuple[dict[str, Any], Sequence[float]]], support:
         if all(refused_at(p, b, q, support, "fit")["answerable"] <= 0.02 for p, b in fit)
     ]
     return min(ok) if ok else max(QUANTILES)
+
+
+def fit_cap(
+    fit: Sequence[tuple[dict[str, Any], Sequence[float]]], q: float, support: float
+) -> float | None:
+    """The lowest notes cap at which no fit folder refuses more than 2% of its answerable
+    fit questions, with the cut at the bank's ``q`` quantile; None when none is below every
+    fit folder's own cut (the cap would change nothing)."""
+    ok = [
+        cap
+        for cap in CAPS
+        if all(refused_at(p, b, q, support, "fit", cap)["answerable"] <= 0.02 for p, b in fit)
+    ]
+    return min(ok) if ok else None
 
 
 def main() -> None:
@@ -181,9 +205,12 @@ def main() -> None:
     for held in names:
         fit_pairs = [(payloads[n], banks[n]) for n in names if n != held]
         q = fit_quantile(fit_pairs, rescue(model))
+        cap = fit_cap(fit_pairs, q, rescue(model))
         offtopic_lodo[held] = {
             "quantile": q,
+            "cap": cap,
             "refused": refused_at(payloads[held], banks[held], q, rescue(model), "test"),
+            "capped": refused_at(payloads[held], banks[held], q, rescue(model), "test", cap),
             "shipped": refused_at(
                 payloads[held], banks[held], levels(model)[0], rescue(model), "test"
             ),
@@ -220,15 +247,17 @@ def main() -> None:
         "## Off-topic quantile fit on the notes folders alone, leave-one-folder-out (test "
         "split; the shipped rescue)",
         "",
-        "| held-apart folder | quantile (fit) | answerable / general / trap / missing refused "
-        "| at the BEIR-fit quantile (0.185) |",
-        "|---|---|---|---|",
+        "| held-apart folder | quantile, cap (fit) | answerable / general / trap / missing "
+        "refused | with the cap | at the BEIR-fit quantile (0.185) |",
+        "|---|---|---|---|---|",
     ]
     for name, entry in offtopic_lodo.items():
-        r, o = entry["refused"], entry["shipped"]
+        r, c, o = entry["refused"], entry["capped"], entry["shipped"]
         lines.append(
-            f"| {name} | {entry['quantile']} | "
+            f"| {name} | {entry['quantile']}, {entry['cap']} | "
             + " / ".join(f"{r[g]:.0%}" for g in GROUPS)
+            + " | "
+            + " / ".join(f"{c[g]:.0%}" for g in GROUPS)
             + " | "
             + " / ".join(f"{o[g]:.0%}" for g in GROUPS)
             + " |"
@@ -258,8 +287,9 @@ def ship(
     payloads: dict[str, dict[str, Any]],
     banks: dict[str, list[float]],
 ) -> None:
-    """Write the hand-over rule (``handover.json``) and the quantile stores of prose use (the
-    model's profile, ``prose_level``), both fit on every folder's fit split."""
+    """Write the hand-over rule (``handover.json``), the quantile stores of prose use and the
+    cap of a store of notes (the model's profile, ``prose_level`` and ``notes_cap``), all fit
+    on every folder's fit split."""
     from ragbrain.refusal.offtopic import rescue
 
     model = "all-MiniLM-L6-v2"
@@ -282,9 +312,12 @@ def ship(
     prose_level = fit_quantile([(payloads[n], banks[n]) for n in names], rescue(model))
     # The lowest bank quantile at which no notes folder refuses more than 2% of its answerable
     # fit-split questions, for stores that read as prose (offtopic.PROSE_SHARE).
+    # The lowest cap at which none refuses more than 2% either, for stores of prose whose notes
+    # span several chunks (offtopic.NOTES_SPAN).
+    cap = fit_cap([(payloads[n], banks[n]) for n in names], prose_level, rescue(model))
     shipped_profile = profile(model)
     assert shipped_profile is not None
-    levels = replace(shipped_profile.offtopic, prose_level=prose_level)
+    levels = replace(shipped_profile.offtopic, prose_level=prose_level, notes_cap=cap)
     say(f"wrote {write_profile(replace(shipped_profile, offtopic=levels))}")
 
 

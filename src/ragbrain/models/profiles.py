@@ -66,6 +66,9 @@ class OffTopicLevels:
             ``level`` for every store.
         across: The cut for questions in a script the notes do not use (multilingual models);
             None: the store-wide cut for every question.
+        notes_cap: The most a store of notes' cut may be (a store of prose whose notes span
+            several chunks: ``ragbrain.refusal.offtopic.NOTES_SPAN``), fit on notes folders'
+            answerable questions (``python -m benchmarks.notes --ship``); None: no cap.
     """
 
     level: float
@@ -75,6 +78,7 @@ class OffTopicLevels:
     by: str
     prose_level: float | None = None
     across: AcrossScripts | None = None
+    notes_cap: float | None = None
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> OffTopicLevels:
@@ -88,7 +92,7 @@ class OffTopicLevels:
         levels = cls(**fields, across=None if across is None else AcrossScripts(**across))
         quantiles = [levels.level, levels.strict_scale]
         quantiles += [levels.prose_level] if levels.prose_level is not None else []
-        cuts = [levels.cut]
+        cuts = [levels.cut] + ([levels.notes_cap] if levels.notes_cap is not None else [])
         if levels.across is not None:
             quantiles.append(levels.across.level)
             cuts.append(levels.across.cut)

@@ -77,6 +77,10 @@ MIN_ACROSS = 20
 #: as prose and use their model's ``prose_level`` (fit on notes folders; the shares of each
 #: set: docs/decisions/offtopic-prose-quantile.md).
 PROSE_SHARE = 0.05
+#: A store of prose whose notes span at least this many chunks on average (``per_source``)
+#: is a notes folder, and its cut is held to its model's ``notes_cap``: the notes folders of
+#: ``benchmarks.notes`` span 1.5-11 chunks a note, collections of passages one.
+NOTES_SPAN = 1.25
 #: English function words: their share of a store's words tells prose from text stripped of
 #: them (NFCorpus's preprocessed abstracts).
 FUNCTION_WORDS = frozenset(
@@ -165,6 +169,9 @@ class OffTopicCut:
     #: quantile of the bank's distances the cut is (0: not recorded).
     prose: float = 0.0
     level: float = 0.0
+    #: The shipped values it was learnt under (``shipped_rules``): a cut learnt under others
+    #: is learnt again ("": not recorded).
+    rules: str = ""
 
     def to_json(self) -> str:
         """The cut as the JSON string the store's metadata keeps."""
@@ -188,6 +195,7 @@ class OffTopicCut:
                 per_source=float(raw.get("per_source", 0.0)),
                 prose=float(raw.get("prose", 0.0)),
                 level=float(raw.get("level", 0.0)),
+                rules=str(raw.get("rules", "")),
             )
         except (TypeError, ValueError, KeyError):
             return None
@@ -352,29 +360,7 @@ def calibrate(
     english = english_only(model)
     setting = across_of(model)
     if count < MIN_CHUNKS:
-        shipped = shipped_cut(model)
-        if shipped is None:
-            return None
-        scripts: dict[str, float] = {}
-        across_cut = setting.cut if setting is not None and setting.cut and count else None
-        if across_cut is not None:
-            small = store.call(
-                "Reading chunks for their scripts",
-                lambda: store.collection.get(limit=MIN_CHUNKS, include=["documents"]),
-            )
-            scripts = script_shares(t for t in small["documents"] or [] if t)
-        return OffTopicCut(
-            shipped.distance,
-            shipped.strict,
-            f"shipped for {model}: the store holds {count} chunks, too few to calibrate "
-            f"(at least {MIN_CHUNKS})",
-            model,
-            scripts={k: round(v, 4) for k, v in scripts.items()},
-            chunks=count,
-            support=shipped.support,
-            across=across_cut if scripts else None,
-            margin=setting.margin if scripts and setting is not None else None,
-        )
+        return _small_store_cut(store, model, count)
     questions = bank(english_only=english)
     vectors = query_vectors(store.embeddings, questions)
     sample = store.call(
@@ -427,6 +413,12 @@ def calibrate(
                 across = round(max(quantile(foreign, setting.level), quantile(distances, level)), 4)
                 source += f" ({len(foreign)} in other scripts than the notes')"
     distance = quantile(distances, level)
+    cap = None if found is None else found.offtopic.notes_cap
+    if prosed and cap is not None and per_source >= NOTES_SPAN and distance > cap:
+        # A notes folder: general questions may come closer to its notes than its own
+        # questions ever stray (one topic a note), so the bank's quantile lands loose.
+        distance = cap
+        source += f", held to the notes cap {cap}"
     return OffTopicCut(
         distance=round(distance, 4),
         strict=round(distance * strict_scale, 4),
@@ -440,6 +432,37 @@ def calibrate(
         per_source=per_source,
         prose=prose,
         level=level,
+        rules=shipped_rules(model),
+    )
+
+
+def _small_store_cut(store: Store, model: str, count: int) -> OffTopicCut | None:
+    """The shipped cut for a store of ``count`` chunks, too few to calibrate (None for a model
+    without one); with the model's cut across scripts, the scripts its chunks are in."""
+    shipped = shipped_cut(model)
+    if shipped is None:
+        return None
+    setting = across_of(model)
+    scripts: dict[str, float] = {}
+    across_cut = setting.cut if setting is not None and setting.cut and count else None
+    if across_cut is not None:
+        small = store.call(
+            "Reading chunks for their scripts",
+            lambda: store.collection.get(limit=MIN_CHUNKS, include=["documents"]),
+        )
+        scripts = script_shares(t for t in small["documents"] or [] if t)
+    return OffTopicCut(
+        shipped.distance,
+        shipped.strict,
+        f"shipped for {model}: the store holds {count} chunks, too few to calibrate "
+        f"(at least {MIN_CHUNKS})",
+        model,
+        scripts={k: round(v, 4) for k, v in scripts.items()},
+        chunks=count,
+        support=shipped.support,
+        across=across_cut if scripts else None,
+        margin=setting.margin if scripts and setting is not None else None,
+        rules=shipped_rules(model),
     )
 
 
@@ -447,9 +470,20 @@ def calibrate(
 STALE_CHANGE = 0.2
 
 
+def shipped_rules(model: str) -> str:
+    """A short fingerprint of ``model``'s shipped off-topic values (its profile's
+    ``offtopic``): a cut recorded under other values is learnt again. "" without a profile."""
+    found = profile(model)
+    if found is None:
+        return ""
+    text = json.dumps(asdict(found.offtopic), sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
 def store_cut(store: Store, *, save: bool = True) -> OffTopicCut | None:
     """The store's off-topic cut: the one ingest recorded while the store's size stays within
-    ``STALE_CHANGE`` of what it was then, else learnt now (and recorded, with ``save``).
+    ``STALE_CHANGE`` of what it was then and the model's shipped values are the same, else
+    learnt now (and recorded, with ``save``).
 
     Returns:
         The cut; None for a store too small to calibrate whose model has no shipped cut.
@@ -459,7 +493,8 @@ def store_cut(store: Store, *, save: bool = True) -> OffTopicCut | None:
 
     record = store.offtopic_record()
     cut = OffTopicCut.from_json(record) if record else None
-    if cut is not None and cut.model == model_name_of(store.embeddings):
+    model = model_name_of(store.embeddings)
+    if cut is not None and cut.model == model and cut.rules == shipped_rules(model):
         count = store.count()
         if abs(count - cut.chunks) <= STALE_CHANGE * max(cut.chunks, MIN_CHUNKS):
             return cut
