@@ -154,3 +154,36 @@ def test_an_unsure_best_score_keeps_everything_the_critic_kept() -> None:
     chosen, line = narrow([0, 1, 2], [0.7, 0.2, 0.1], ["a.md", "b.md", "c.md"], rule)
     assert chosen == [0, 1, 2] and "unsure of the best note" in line
     assert narrow([0, 1, 2], [0.9, 0.2, 0.1], ["a.md", "b.md", "c.md"], rule)[0] == [0]
+
+
+class _EvidenceKind(OverlapCritic):
+    kind = "evidence"
+
+
+def test_the_graph_without_a_rules_file_hands_over_all_kept_and_a_broken_one_is_named(
+    fake_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragbrain.context import RetrievalContext
+
+    critic = _EvidenceKind()
+    critic.threshold = 0.0  # keeps every candidate
+    query = {"query": "nightly backup credentials expired", "type_filter": None}
+    context = RetrievalContext(abstain="off")
+    wide = build_graph(fake_store, critic, handover=None).invoke(query, context=context)
+    path = tmp_path / "handover.json"
+    monkeypatch.setattr(handover, "default_rules_path", lambda: path)
+    handover.shipped_rules.cache_clear()
+    try:
+        missing = build_graph(fake_store, critic).invoke(query, context=context)
+        assert len(missing["documents"]) == len(wide["documents"]) > 1
+        assert not any("hand-over" in n for n in missing["notes"])
+        path.write_text('{"rules": {"evidence": {"ratio": 1.0}}}', encoding="utf-8")
+        handover.shipped_rules.cache_clear()
+        ruled = build_graph(fake_store, critic).invoke(query, context=context)
+        assert len(ruled["documents"]) < len(wide["documents"])  # the file is what narrows
+        path.write_text('{"rules": {"evidence": {"ratio": 2}}}', encoding="utf-8")
+        handover.shipped_rules.cache_clear()
+        with pytest.raises(CriticLoadError, match=r"handover\.json.*rules\.evidence\.ratio"):
+            build_graph(fake_store, critic)
+    finally:
+        handover.shipped_rules.cache_clear()
