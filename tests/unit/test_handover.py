@@ -1,4 +1,5 @@
-"""The hand-over rule: the best note's chunks, and another note's only when close in score."""
+"""The hand-over rule: the best chunk, and another chunk (of its note or another) only when close
+in score."""
 
 from __future__ import annotations
 
@@ -29,9 +30,19 @@ def test_a_close_note_stays_and_each_notes_chunks_go_together() -> None:
     sources = ["b.md", "a.md", "c.md", "b.md", "a.md"]
     scores = [0.6, 0.9, 0.1, 0.2, 0.55]
     chosen, line = narrow([0, 1, 2, 3, 4], scores, sources, RULE)
-    # b.md's first chunk is close (0.6 >= 0.54); its second is not, a.md's second is its own.
+    # b.md's first chunk is close (0.6 >= 0.54), its second is not; a.md's second is (0.55).
     assert chosen == [0, 1, 4]
     assert "3 chunks of 2 notes" in line
+
+
+def test_the_best_notes_own_far_chunks_stay_behind() -> None:
+    sources = ["a.md", "a.md", "b.md", "a.md"]
+    chosen, line = narrow([0, 1, 2, 3], [0.9, 0.2, 0.6, 0.7], sources, RULE)
+    assert chosen == [0, 3, 2]  # a.md's 0.2 section goes; each note's chunks together
+    assert "3 chunks of 2 notes; 1 scored below" in line
+    chosen, line = narrow([0, 1], [0.3, 0.9], ["a.md", "a.md"], RULE)
+    assert chosen == [1]
+    assert "only the best chunk (a.md); 1 other kept chunk scored below 0.60 of its 0.900" in line
 
 
 def test_a_single_chunk_or_all_close_is_left_as_it_is() -> None:
@@ -43,7 +54,8 @@ def test_a_single_chunk_or_all_close_is_left_as_it_is() -> None:
 def test_ratio_zero_keeps_everything_and_one_keeps_the_best_notes_only() -> None:
     sources, scores = ["a.md", "b.md", "c.md"], [0.5, 0.9, 0.89]
     assert narrow([0, 1, 2], scores, sources, HandOverRule(0.0, "t"))[0] == [0, 1, 2]
-    assert narrow([0, 1, 2], scores, sources, HandOverRule(1.0, "t"))[0] == [1]
+    chosen, line = narrow([0, 1, 2], scores, sources, HandOverRule(1.0, "t"))
+    assert chosen == [1] and "only the best chunk (b.md)" in line
 
 
 @pytest.mark.parametrize(
@@ -105,7 +117,8 @@ def test_the_graph_narrows_what_the_critic_keeps_and_says_so(fake_store: Store) 
     sources = {d.metadata["source"] for d in best_only["documents"]}
     assert len(sources) == 1
     assert len(best_only["documents"]) < len(all_kept["documents"])
-    assert any("hand-over: only the best note" in n for n in best_only["notes"])
+    assert len(best_only["documents"]) == 1
+    assert any("hand-over: only the best chunk" in n for n in best_only["notes"])
     assert make_critic_filter(critic, handover=None) is not None
 
 
@@ -141,3 +154,36 @@ def test_an_unsure_best_score_keeps_everything_the_critic_kept() -> None:
     chosen, line = narrow([0, 1, 2], [0.7, 0.2, 0.1], ["a.md", "b.md", "c.md"], rule)
     assert chosen == [0, 1, 2] and "unsure of the best note" in line
     assert narrow([0, 1, 2], [0.9, 0.2, 0.1], ["a.md", "b.md", "c.md"], rule)[0] == [0]
+
+
+class _EvidenceKind(OverlapCritic):
+    kind = "evidence"
+
+
+def test_the_graph_without_a_rules_file_hands_over_all_kept_and_a_broken_one_is_named(
+    fake_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragbrain.context import RetrievalContext
+
+    critic = _EvidenceKind()
+    critic.threshold = 0.0  # keeps every candidate
+    query = {"query": "nightly backup credentials expired", "type_filter": None}
+    context = RetrievalContext(abstain="off")
+    wide = build_graph(fake_store, critic, handover=None).invoke(query, context=context)
+    path = tmp_path / "handover.json"
+    monkeypatch.setattr(handover, "default_rules_path", lambda: path)
+    handover.shipped_rules.cache_clear()
+    try:
+        missing = build_graph(fake_store, critic).invoke(query, context=context)
+        assert len(missing["documents"]) == len(wide["documents"]) > 1
+        assert not any("hand-over" in n for n in missing["notes"])
+        path.write_text('{"rules": {"evidence": {"ratio": 1.0}}}', encoding="utf-8")
+        handover.shipped_rules.cache_clear()
+        ruled = build_graph(fake_store, critic).invoke(query, context=context)
+        assert len(ruled["documents"]) < len(wide["documents"])  # the file is what narrows
+        path.write_text('{"rules": {"evidence": {"ratio": 2}}}', encoding="utf-8")
+        handover.shipped_rules.cache_clear()
+        with pytest.raises(CriticLoadError, match=r"handover\.json.*rules\.evidence\.ratio"):
+            build_graph(fake_store, critic)
+    finally:
+        handover.shipped_rules.cache_clear()

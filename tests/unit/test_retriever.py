@@ -212,6 +212,29 @@ def test_a_critic_that_keeps_none_still_hands_over_its_best_chunk(fake_store: St
     assert "kept 0" in out["notes"][-1] and "none reached the cut" in out["notes"][-1]
 
 
+class _OneAbove:
+    """A critic that scores one chunk, the second, above its threshold."""
+
+    threshold = 0.5
+
+    def score(
+        self, query: str, passages: Sequence[str], distances: Sequence[float] | None = None
+    ) -> list[float]:
+        return [0.2 if i != 1 else 0.8 for i in range(len(passages))]
+
+
+def test_a_critic_that_keeps_only_its_best_chunk_says_so(fake_store: Store) -> None:
+    out = CorrectiveRetriever(graph=build_graph(fake_store, _OneAbove())).run("redis cache")
+    assert len(out["documents"]) == 1
+    assert out["documents"][0].metadata[RETRIEVAL_KEY]["critic_score"] == 0.8
+    assert "kept only its best-scored chunk (0.800), dropped" in out["notes"][-1]
+    several = CorrectiveRetriever(
+        graph=build_graph(fake_store, _Low()), context=RetrievalContext(critic_threshold=0.2)
+    ).run("redis cache")
+    assert len(several["documents"]) > 1
+    assert "only its best-scored" not in several["notes"][-1]
+
+
 def test_only_abstention_empties_what_the_critic_kept_none_of(fake_store: Store) -> None:
     from ragbrain.refusal.abstain import AbstainThresholds
 

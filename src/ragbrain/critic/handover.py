@@ -1,13 +1,14 @@
-"""The hand-over rule: of the chunks the critic keeps, hand over the best note's and only those
-of other notes that score close to it.
+"""The hand-over rule: of the chunks the critic keeps, hand over only those that score close to
+the best one.
 
 A question one note answers should get that note's chunks and little else. The critic's cut
 is set to keep nearly every relevant chunk on domains it never saw, so on its own it keeps
 several notes' chunks (5-6 chunks a question on real notes folders, under half of them from
-the note that answers). The rule keeps, of the kept chunks, those of the best-scored chunk's
-note, and another note's chunk only when its score is at least ``ratio`` times the best one
-(a list whose candidates crowd the top, as where many documents answer, keeps them). Chunks of
-one note are handed over together, in the order their note first appears in the list.
+the note that answers). The rule keeps, of the kept chunks, the best-scored one and every other
+whose score is at least ``ratio`` times the best, of its note or another (a list whose
+candidates crowd the top, as where many documents answer, keeps them; a long note's sections
+that the question does not touch stay behind). Chunks of one note are handed over together, in
+the order their note first appears in the list.
 
 The ratio is fit per critic kind, leave-one-domain-out over the notes folders
 (``python -m benchmarks.notes --ship``), and ships in ``handover.json``; a critic kind without
@@ -36,7 +37,7 @@ def default_rules_path() -> Path:
 
 @dataclass(frozen=True)
 class HandOverRule:
-    """Keep another note's chunk when its score is at least ``ratio`` times the best, when
+    """Keep a chunk besides the best when its score is at least ``ratio`` times the best, when
     the best scores at least ``confident`` (a list whose best the critic is unsure of is
     handed over as the critic kept it)."""
 
@@ -138,19 +139,20 @@ def narrow(
             f"{rule.confident:.2f}: the critic is unsure of the best note)"
         )
     floor = rule.ratio * scores[best]
-    kept = [i for i in chosen if sources[i] == sources[best] or scores[i] >= floor]
+    kept = [i for i in chosen if i == best or scores[i] >= floor]
     order: dict[str, list[int]] = {}
     for i in kept:
         order.setdefault(sources[i], []).append(i)
     grouped = [i for group in order.values() for i in group]
     dropped = len(chosen) - len(kept)
-    if len(order) == 1:
-        note = (
-            f"hand-over: only the best note ({sources[best]}, {len(kept)} chunk"
-            f"{'s' if len(kept) > 1 else ''}); {dropped} other kept chunk"
-            f"{'s' if dropped != 1 else ''} scored below {rule.ratio:.2f} of its "
-            f"{scores[best]:.3f} ({rule.source})"
-        )
+    below = (
+        f"{dropped} other kept chunk{'s' if dropped != 1 else ''} scored below "
+        f"{rule.ratio:.2f} of its {scores[best]:.3f} ({rule.source})"
+    )
+    if len(kept) == 1:
+        note = f"hand-over: only the best chunk ({sources[best]}); {below}"
+    elif len(order) == 1:
+        note = f"hand-over: only the best note ({sources[best]}, {len(kept)} chunks); {below}"
     elif dropped:
         note = (
             f"hand-over: {len(kept)} chunks of {len(order)} notes; {dropped} scored below "

@@ -132,16 +132,24 @@ def handed_over(
     return sorted(own | set(rest))
 
 
-def _kept_note(status: str, judged: int, handed: Sequence[float], threshold: float) -> str:
-    """The critic's line of the trace: how many it kept of ``judged``, given the scores of
-    the chunks ``handed`` over; one chunk scored below the cut is the best of a list the
-    critic kept none of (``handed_over``)."""
-    kept = len(handed)
+def _kept_note(
+    status: str, scores: Sequence[float], handed: Sequence[float], threshold: float
+) -> str:
+    """The critic's line of the trace: how many it kept of the judged chunks (``scores``),
+    given the scores of the chunks ``handed`` over; one chunk scored below the cut is the best
+    of a list the critic kept none of (``handed_over``), and one that alone reached the cut is
+    the best of the list."""
+    judged, kept = len(scores), len(handed)
     below = kept == 1 and not any(keep_mask(handed, threshold))
     if below:
         return (
             f"critic {status}: kept 0, dropped {judged} of {judged}; none reached the cut, so "
             f"its best-scored chunk ({handed[0]:.3f}) goes out: only abstention empties an answer"
+        )
+    if kept == 1 and judged > 1 and sum(keep_mask(scores, threshold)) == 1:
+        return (
+            f"critic {status}: kept only its best-scored chunk ({handed[0]:.3f}), dropped "
+            f"{judged - 1} of {judged}"
         )
     return f"critic {status}: kept {kept}, dropped {judged - kept} of {judged}"
 
@@ -310,7 +318,7 @@ def make_critic_filter(
             answerable, reason = abstention(hits, scores, len(documents), threshold)
             judged = list(scores)
             handed = [scores[i] for i in chosen][: len(documents)]
-            note = _kept_note(status, len(hits), handed, threshold)
+            note = _kept_note(status, scores, handed, threshold)
             if len(documents) > state["depth"]:
                 note += f" (more than the depth, {state['depth']}: the critic kept them)"
             if narrowed:
