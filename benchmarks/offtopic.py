@@ -294,6 +294,8 @@ def main() -> None:
         share = measured.prose[held]
         if prose_level is not None and share >= offtopic.PROSE_SHARE:
             # A store of prose takes the quantile fit on the notes folders (none of these).
+            # The notes cap needs notes of several chunks (offtopic.NOTES_SPAN): these stores
+            # hold one chunk a document, so it never applies here.
             fitted = {**fitted, "level": prose_level, "prose": round(share, 4)}
         entry = measured.held_out(held, fitted)
         report["sets"][held] = entry

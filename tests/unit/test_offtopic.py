@@ -47,11 +47,17 @@ class NamedBagOfWords(BagOfWordsEmbeddings):
         self.model_name = name
 
 
-def store_of(tmp_path: Path, texts: list[str], embeddings: BagOfWordsEmbeddings) -> Store:
+def store_of(
+    tmp_path: Path, texts: list[str], embeddings: BagOfWordsEmbeddings, per_source: int = 1
+) -> Store:
+    """A store of ``texts``, ``per_source`` chunks a note."""
     store = Store.open(tmp_path / "store", embeddings, create=True)
     if texts:
         ids = [f"n{i}" for i in range(len(texts))]
-        metadatas = [{"source": f"n{i}.md", "type": "note", "chunk": 0} for i in range(len(texts))]
+        metadatas = [
+            {"source": f"n{i // per_source}.md", "type": "note", "chunk": i % per_source}
+            for i in range(len(texts))
+        ]
         store.upsert(ids, texts, metadatas, embeddings.embed_documents(texts))
     return store
 
@@ -538,3 +544,73 @@ def test_a_model_without_a_prose_quantile_keeps_its_level_on_a_store_of_prose(
     got = offtopic.calibrate(store_of(tmp_path, prose, NamedBagOfWords(E5)))
     assert got is not None and got.prose >= offtopic.PROSE_SHARE
     assert got.level == offtopic.levels(E5)[0] and "store of prose" not in got.source
+
+
+PROSE = [
+    f"The {w} of the note is in the folder and it is {i}" for i, w in enumerate(NOTE_WORDS * 3)
+]
+
+
+def with_offtopic(monkeypatch: pytest.MonkeyPatch, **values: Any) -> None:
+    """MiniLM's profile with other shipped off-topic values."""
+    minilm = profile(MINILM)
+    assert minilm is not None
+    changed = replace(minilm, offtopic=replace(minilm.offtopic, **values))
+    monkeypatch.setattr(offtopic, "profile", lambda model: changed if model == MINILM else None)
+
+
+def test_a_store_of_notes_holds_its_cut_to_the_models_notes_cap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with_offtopic(monkeypatch, notes_cap=0.05)
+    embeddings = NamedBagOfWords(MINILM)
+    got = offtopic.calibrate(store_of(tmp_path / "notes", PROSE, embeddings, per_source=3))
+    assert got is not None and got.per_source >= offtopic.NOTES_SPAN
+    assert got.distance == 0.05 and "notes cap 0.05" in got.source
+    assert got.strict == round(0.05 * offtopic.levels(MINILM)[1], 4)
+    # One chunk a note (a collection of passages), or text that is not prose: no cap.
+    passages = offtopic.calibrate(store_of(tmp_path / "passages", PROSE, embeddings))
+    assert passages is not None and passages.distance > 0.05
+    assert "notes cap" not in passages.source
+    stripped = offtopic.calibrate(store_of(tmp_path / "ids", notes(30), embeddings, per_source=3))
+    assert stripped is not None and stripped.distance > 0.05
+
+
+def test_a_cap_above_the_banks_cut_changes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embeddings = NamedBagOfWords(MINILM)
+    with_offtopic(monkeypatch, notes_cap=None)
+    free = offtopic.calibrate(store_of(tmp_path / "a", PROSE, embeddings, per_source=3))
+    with_offtopic(monkeypatch, notes_cap=2.0)
+    loose = offtopic.calibrate(store_of(tmp_path / "b", PROSE, embeddings, per_source=3))
+    assert free is not None and loose is not None and loose.distance == free.distance
+
+
+def test_a_cut_recorded_under_other_shipped_values_is_learnt_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = store_of(tmp_path, notes(30), NamedBagOfWords(MINILM))
+    first = offtopic.store_cut(store)
+    assert first is not None and first.rules == offtopic.shipped_rules(MINILM) != ""
+    assert offtopic.store_cut(store) == first
+    with_offtopic(monkeypatch, level=0.5)
+    again = offtopic.store_cut(store)
+    assert again is not None and again.rules != first.rules and again.level == 0.5
+    assert store.offtopic_record() == again.to_json()
+    # A record from before the fingerprint (no "rules") is learnt again too.
+    old = json.loads(first.to_json())
+    del old["rules"]
+    assert OffTopicCut.from_json(json.dumps(old)) == replace(first, rules="")
+
+
+@pytest.mark.parametrize("cap", [0.0, -0.1, 2.5])
+def test_a_notes_cap_out_of_range_in_a_profile_is_an_error(cap: float) -> None:
+    minilm = profile(MINILM)
+    assert minilm is not None
+    raw = json.loads(minilm.to_json())
+    raw["offtopic"]["notes_cap"] = cap
+    with pytest.raises(InvalidInputError, match=r"all-minilm-l6-v2\.json is malformed"):
+        ModelProfile.from_json(raw, "all-minilm-l6-v2.json")
+    del raw["offtopic"]["notes_cap"]  # a profile file from before the cap: no cap
+    assert ModelProfile.from_json(raw, "x").offtopic.notes_cap is None
