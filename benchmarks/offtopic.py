@@ -121,6 +121,7 @@ class Measured:
         self.missing_support: dict[str, dict[str, float]] = {}
         self.scripts: dict[str, dict[str, float]] = {}
         self.prose: dict[str, float] = {}
+        self.per_source: dict[str, float] = {}
         self.decision_ms: dict[str, float] = {}
         for name in names:
             root = args.data_root
@@ -152,9 +153,14 @@ class Measured:
                     self.missing_support[name][f"{name}|{role}|{r.id}"] = (
                         -1.0 if got is None else got
                     )
-            sample = store.collection.get(limit=offtopic.SCRIPT_SAMPLE, include=["documents"])
+            sample = store.collection.get(
+                limit=offtopic.SCRIPT_SAMPLE, include=["documents", "metadatas"]
+            )
             self.scripts[name] = offtopic.script_shares(t for t in sample["documents"] or [] if t)
             self.prose[name] = offtopic.prose_share(t or "" for t in sample["documents"] or [])
+            self.per_source[name] = offtopic.chunks_per_source(
+                sample["ids"], sample["metadatas"] or []
+            )
             say(f"{name}: {len(self.keys)} questions measured against {store.count()} chunks")
 
     def bank_cut(self, store: str, level: float) -> float:
@@ -292,10 +298,9 @@ def main() -> None:
         fit_sets = [n for n in measured.names if domain_of(n) != domain_of(held)]
         fitted = measured.fit_setting(fit_sets, held)
         share = measured.prose[held]
-        if prose_level is not None and share >= offtopic.PROSE_SHARE:
-            # A store of prose takes the quantile fit on the notes folders (none of these).
-            # The notes cap needs notes of several chunks (offtopic.NOTES_SPAN): these stores
-            # hold one chunk a document, so it never applies here.
+        if prose_level is not None and offtopic.reads_as_notes(share, measured.per_source[held]):
+            # A store of notes takes the quantile fit on the notes folders (and its cap, which
+            # this simulation leaves out): these stores hold one chunk a document.
             fitted = {**fitted, "level": prose_level, "prose": round(share, 4)}
         entry = measured.held_out(held, fitted)
         report["sets"][held] = entry

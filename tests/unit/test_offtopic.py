@@ -516,7 +516,7 @@ def test_prose_share_counts_english_function_words() -> None:
     assert offtopic.prose_share(["บันทึก การสำรองข้อมูล"]) == 0.0
 
 
-def test_a_store_of_prose_takes_the_prose_quantile_and_stripped_text_the_shipped_one(
+def test_a_store_of_notes_takes_the_prose_quantile_and_other_stores_the_shipped_one(
     tmp_path: Path,
 ) -> None:
     found = profile(MINILM)
@@ -525,12 +525,16 @@ def test_a_store_of_prose_takes_the_prose_quantile_and_stripped_text_the_shipped
     prose = [
         f"The {w} of the note is in the folder and it is {i}" for i, w in enumerate(NOTE_WORDS * 3)
     ]
-    got = offtopic.calibrate(store_of(tmp_path / "a", prose, embeddings))
-    assert got is not None and got.prose >= offtopic.PROSE_SHARE
-    assert got.level == found.offtopic.prose_level and "store of prose" in got.source
-    stripped = offtopic.calibrate(store_of(tmp_path / "b", notes(30), embeddings))
+    got = offtopic.calibrate(store_of(tmp_path / "a", prose, embeddings, per_source=3))
+    assert got is not None and got.prose >= offtopic.PROSE_SHARE and got.per_source == 3.0
+    assert got.level == found.offtopic.prose_level and "store of notes" in got.source
+    # Text stripped of function words, or prose one chunk a document (passages): the level.
+    stripped = offtopic.calibrate(store_of(tmp_path / "b", notes(30), embeddings, per_source=3))
     assert stripped is not None and stripped.prose < offtopic.PROSE_SHARE
     assert stripped.level == offtopic.levels(MINILM)[0]
+    passages = offtopic.calibrate(store_of(tmp_path / "c", prose, embeddings))
+    assert passages is not None and passages.per_source == 1.0
+    assert passages.level == offtopic.levels(MINILM)[0] and "store of notes" not in passages.source
 
 
 def test_a_model_without_a_prose_quantile_keeps_its_level_on_a_store_of_prose(
@@ -541,9 +545,9 @@ def test_a_model_without_a_prose_quantile_keeps_its_level_on_a_store_of_prose(
     prose = [
         f"The {w} of the note is in the folder and it is {i}" for i, w in enumerate(NOTE_WORDS * 3)
     ]
-    got = offtopic.calibrate(store_of(tmp_path, prose, NamedBagOfWords(E5)))
+    got = offtopic.calibrate(store_of(tmp_path, prose, NamedBagOfWords(E5), per_source=3))
     assert got is not None and got.prose >= offtopic.PROSE_SHARE
-    assert got.level == offtopic.levels(E5)[0] and "store of prose" not in got.source
+    assert got.level == offtopic.levels(E5)[0] and "store of notes" not in got.source
 
 
 PROSE = [

@@ -1,8 +1,8 @@
 """The embedding model of a new store when none is chosen: by the languages of its notes.
 
 The multilingual model reads Japanese, Thai, Chinese and Arabic where the English one reads
-noise, and is within noise of it on English
-(docs/decisions/e5-small-for-non-english-notes.md); the English one embeds several times
+noise, and is within noise of it on English (the decision record on the model for
+non-English notes, docs/decisions/); the English one embeds several times
 faster. So a new store of English notes gets the model whose profile is chosen for English
 notes, and one where at least ``FOREIGN_SHARE`` of the notes are mainly in another language
 gets the multilingual one (``ragbrain.models.profiles``: ``chosen_for``). An existing store

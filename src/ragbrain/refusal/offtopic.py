@@ -74,12 +74,12 @@ CROSS_SAMPLE = 5000
 #: Fewer bank questions than this in scripts the notes do not use: no cut across scripts.
 MIN_ACROSS = 20
 #: Stores whose chunks are at least this share English function words (``prose_share``) read
-#: as prose and use their model's ``prose_level`` (fit on notes folders; the shares of each
-#: set: docs/decisions/offtopic-prose-quantile.md).
+#: as prose (the shares of each set: docs/decisions/offtopic-prose-quantile.md).
 PROSE_SHARE = 0.05
 #: A store of prose whose notes span at least this many chunks on average (``per_source``)
-#: is a notes folder, and its cut is held to its model's ``notes_cap``: the notes folders of
-#: ``benchmarks.notes`` span 1.5-11 chunks a note, collections of passages one.
+#: is a store of notes (``reads_as_notes``): it takes its model's ``prose_level`` and
+#: ``notes_cap``, fit on notes folders (they span 1.5-11 chunks a note); a collection of
+#: passages (one chunk each) keeps the level fit on them (docs/decisions/offtopic-notes-cap.md).
 NOTES_SPAN = 1.25
 #: English function words: their share of a store's words tells prose from text stripped of
 #: them (NFCorpus's preprocessed abstracts).
@@ -374,22 +374,19 @@ def calibrate(
     )
     texts = [t or "" for t in sample["documents"] or []]
     prose = round(prose_share(texts[:SCRIPT_SAMPLE]), 4)
-    # The prose quantile was fit for its model's distances: a model without a profile has none.
+    per_source = chunks_per_source(sample["ids"], sample["metadatas"] or [])
+    # The notes fits were made for their model's distances: a model without a profile has
+    # none, and a level the caller chose is kept.
     found = profile(model)
-    prose_level = None if found is None else found.offtopic.prose_level
-    prosed = explicit is None and prose_level is not None and prose >= PROSE_SHARE
-    if prosed and prose_level is not None:
-        level = prose_level
-    sources = [
-        str((m or {}).get("source") or id_)
-        for id_, m in zip(sample["ids"], sample["metadatas"] or [], strict=False)
-    ]
-    per_source = round(len(sources) / max(len(set(sources)), 1), 3) if sources else 0.0
+    fits = None if found is None or explicit is not None else found.offtopic
+    notes = fits if fits is not None and reads_as_notes(prose, per_source) else None
+    if notes is not None and notes.prose_level is not None:
+        level = notes.prose_level
     scripts = script_shares(t for t in texts if t)
     written_in = [s for s, share in scripts.items() if share >= RARE_SCRIPT and s != "none"]
     source = f"calibrated on {len(questions)} general questions over {count} chunks"
-    if prosed:
-        source += f", the {level} quantile of a store of prose"
+    if notes is not None and notes.prose_level is not None:
+        source += f", the {level} quantile of a store of notes"
     if not english and len(written_in) > 1:
         # A multilingual store answers across scripts, and a question finds a note in another
         # script only from farther away: the cut is how close general questions come to the
@@ -413,8 +410,8 @@ def calibrate(
                 across = round(max(quantile(foreign, setting.level), quantile(distances, level)), 4)
                 source += f" ({len(foreign)} in other scripts than the notes')"
     distance = quantile(distances, level)
-    cap = None if found is None else found.offtopic.notes_cap
-    if prosed and cap is not None and per_source >= NOTES_SPAN and distance > cap:
+    cap = None if notes is None else notes.notes_cap
+    if cap is not None and distance > cap:
         # A notes folder: general questions may come closer to its notes than its own
         # questions ever stray (one topic a note), so the bank's quantile lands loose.
         distance = cap
@@ -468,6 +465,18 @@ def _small_store_cut(store: Store, model: str, count: int) -> OffTopicCut | None
 
 #: A stored cut older than this change in the store's size is learnt again.
 STALE_CHANGE = 0.2
+
+
+def reads_as_notes(prose: float, per_source: float) -> bool:
+    """Whether a store whose chunks hold ``prose`` English function words and span
+    ``per_source`` chunks a note is a store of notes (``PROSE_SHARE``, ``NOTES_SPAN``)."""
+    return prose >= PROSE_SHARE and per_source >= NOTES_SPAN
+
+
+def chunks_per_source(ids: Sequence[str], metadatas: Sequence[Any]) -> float:
+    """Chunks per note (``source``; a chunk without one counts as its own) among ``ids``."""
+    sources = [str((m or {}).get("source") or id_) for id_, m in zip(ids, metadatas, strict=False)]
+    return round(len(sources) / max(len(set(sources)), 1), 3) if sources else 0.0
 
 
 def shipped_rules(model: str) -> str:

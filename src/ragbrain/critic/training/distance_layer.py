@@ -3,7 +3,7 @@
 The critic's encoder and lexical features do not depend on the store's embedding model; only
 its distance layer does (it reads the retriever's cosine distances, whose scale is the
 model's own). A layer for another model is a logistic combiner fit on that model's
-distances (``benchmarks.lodo --embedding e5-small --ship-layer``: fit on every shared set's
+distances (``benchmarks.lodo --embedding MODEL --ship-layer``: fit on every shared set's
 train/dev lists, the choice of columns and the threshold made leave-one-domain-out). This
 module writes such a layer into a critic folder's ``calibration.json``.
 """
