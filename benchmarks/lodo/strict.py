@@ -74,7 +74,8 @@ def notes_evidence(folder: Path, embeddings: Any) -> dict[str, Any]:
     from dataclasses import replace
 
     from ragbrain.critic.evidence import supports
-    from ragbrain.evaluation.notes import load_questions, notes_store
+    from ragbrain.evaluation import notes_store
+    from ragbrain.evaluation.notes import load_questions
     from ragbrain.graph import build_graph
     from ragbrain.lexical.sync import LexicalSearcher
     from ragbrain.nodes.critic import offtopic_refusal
