@@ -311,7 +311,7 @@ def ship(fitted: Mapping[str, Any], folders: Sequence[str]) -> None:
 
 
 def _pct(v: float) -> str:
-    return f"{v:.0%}"
+    return f"{v:.1%}"
 
 
 def markdown(payload: dict[str, Any]) -> str:
