@@ -12,7 +12,7 @@ refused while every fit domain refuses <= 5% of its answerable) on the other dom
 data only (BEIR: train/dev queries; notes: the ``fit`` split) and judged on the held-apart
 domain's test data (BEIR: test queries; notes: the ``test`` split). Three rules:
 
-- ``BEIR``: the cuts fit on the English sets alone (what ships before this benchmark);
+- ``BEIR``: the cuts fit on the English sets alone (the critic's own, which other stores keep);
 - ``pooled``: one set of cuts fit on the English sets and the notes folders together;
 - ``store chooses``: a store whose notes span at least ``NOTES_LIKE`` chunks a note (the
   hand-over rule's test, ``OffTopicCut.per_source``; every notes folder here spans 1.5-11, a
