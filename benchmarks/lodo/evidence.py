@@ -277,16 +277,16 @@ def step_times(data: SetData, critics: dict[str, Any], queries: int = 30) -> dic
     return {name: statistics.median(v) for name, v in times.items()}
 
 
-def main() -> None:  # noqa: PLR0915 (one run: load, fold, ship, time, save)
-    from benchmarks.lodo import set_arguments
-    from ragbrain.critic.evidence import EvidenceCritic
+def load_english(
+    args: argparse.Namespace,
+) -> tuple[str, Any, list[str], dict[str, SetData], dict[str, SetData], dict[str, Any]]:
+    """The English sets of ``args`` (``set_arguments``; all-MiniLM-L6-v2 stores): the model,
+    the cross-encoder critic, the set names, their test and fit data (the cross-encoder's
+    rows of every list judged cached) and each store's lexical index."""
     from ragbrain.evaluation import corpus_store, load_split
     from ragbrain.models.embeddings import embeddings_for
     from ragbrain.store.lexical import sync_lexical
 
-    parser = set_arguments(argparse.ArgumentParser(description=__doc__.splitlines()[0]))
-    parser.add_argument("--ship", action="store_true", help=f"Write {LAYER_PATH}.")
-    args = parser.parse_args()
     args.only = [n for n in (args.only or ENGLISH) if n in ENGLISH]
     args.embedding = "minilm"
     model, critic, (names, splits, test, fit) = shipped_critic_and_sets(args)
@@ -311,6 +311,18 @@ def main() -> None:  # noqa: PLR0915 (one run: load, fold, ship, time, save)
                 judged[r.id] += candidates(r, frozenset(), weight)[:JUDGE_K]
                 judged[r.id] += candidates(r, removed, weight)[:JUDGE_K]
             ensure_rows(data, {q: list(dict.fromkeys(d)) for q, d in judged.items()}, critic)
+    return model, critic, names, test, fit, indexes
+
+
+def main() -> None:
+    from benchmarks.lodo import set_arguments
+    from ragbrain.critic.evidence import EvidenceCritic
+
+    parser = set_arguments(argparse.ArgumentParser(description=__doc__.splitlines()[0]))
+    parser.add_argument("--ship", action="store_true", help=f"Write {LAYER_PATH}.")
+    args = parser.parse_args()
+    model, critic, names, test, fit, indexes = load_english(args)
+    sub = {n: int(d) for n, _, d in (item.partition("=") for item in args.subcorpus)}
     ev = Evidence(indexes)
     shipped = shipped_scorer(critic)
 

@@ -176,6 +176,29 @@ class EvidenceCritic:
                 record, f"fit on the English sets' train/dev for {self.embedding_model}"
             )
 
+    @property
+    def fingerprint(self) -> str:
+        """A short hash of the layer's numbers: cuts fit on its scores name it."""
+        import hashlib
+
+        numbers = {k: self.layer[k] for k in ("mean", "scale", "weights", "bias")}
+        return hashlib.sha256(json.dumps(numbers, sort_keys=True).encode()).hexdigest()[:12]
+
+    def for_notes(self, per_source: float | None) -> EvidenceCritic:
+        """This critic with the strict level's cuts fit on notes folders when the store's
+        notes span enough chunks a note (``ragbrain.refusal.abstain.notes_cuts``; None: not
+        measured); itself otherwise."""
+        import copy
+
+        from ragbrain.refusal.abstain import notes_cuts
+
+        cuts = notes_cuts(self.kind, self.fingerprint, per_source)
+        if cuts is None:
+            return self
+        chosen = copy.copy(self)
+        chosen.abstain_thresholds = cuts
+        return chosen
+
     def for_store(self, store: Store, lexical: LexicalSearcher | None = None) -> EvidenceCritic:
         """This layer reading ``store``'s lexical index (``lexical`` when the graph has one,
         else one opened here, which follows the store's changes as the graph's would)."""

@@ -18,16 +18,29 @@ chunk still goes out (the answer may be there; only abstention may empty the lis
 
 ``fit_thresholds`` fits the cuts on missing-answer rows: ``benchmarks.lodo`` on the shared
 sets, ``ragbrain critic calibrate`` on a user's own labelled queries.
+
+Notes folders want other cuts than the BEIR sets the critic's own are fit on (short notes, one
+topic each, questions sharing the notes' words: BM25's coverage tells less there). A store
+whose notes span at least ``min_per_source`` chunks a note takes the cuts fit on notes folders
+(``notes_cuts``; ``abstain_notes.json``, written by ``python -m benchmarks.lodo.strict
+--ship``), when they were fit with the scores of the critic's own layer; without that file, or
+with one that cannot be read, every store keeps the critic's cuts.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 from ragbrain.errors import InvalidInputError
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -229,3 +242,94 @@ def fit_thresholds(
         "refusal_recall": float(recall[i]),
         "false_refusal_worst": float(worst[i]),
     }
+
+
+NOTES_CUTS_FILE = "abstain_notes.json"
+
+
+def default_notes_cuts_path() -> Path:
+    """Where the package keeps the cuts fit on notes folders."""
+    return Path(__file__).parent / NOTES_CUTS_FILE
+
+
+@dataclass(frozen=True)
+class NotesCuts:
+    """The cuts a critic kind's layer (``layer``: its fingerprint) takes on a store whose
+    notes span at least ``min_per_source`` chunks a note."""
+
+    thresholds: AbstainThresholds
+    min_per_source: float
+    layer: str
+
+
+def read_notes_cuts(path: Path) -> dict[str, NotesCuts]:
+    """The notes cuts in ``path`` per critic kind (``{"cuts": {"evidence": {"critic_below":
+    ..., "distance_above": ..., "coverage_below": ..., "min_per_source": 1.25, "layer":
+    "..."}}}``).
+
+    Raises:
+        InvalidInputError: The file is missing, not JSON, or an entry is malformed.
+    """
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InvalidInputError(f"{path}: missing.") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidInputError(f"{path}: not a readable JSON file ({exc}).") from exc
+    cuts = raw.get("cuts") if isinstance(raw, dict) else None
+    if not isinstance(cuts, dict):
+        raise InvalidInputError(f"{path}: must hold an object 'cuts' of critic kinds.")
+    out = {}
+    for kind, entry in cuts.items():
+        where = f"{path}: cuts.{kind}"
+        if not isinstance(entry, dict):
+            raise InvalidInputError(f"{where} must be an object.")
+        per_source, layer = entry.get("min_per_source"), entry.get("layer")
+        if isinstance(per_source, bool) or not isinstance(per_source, int | float):
+            raise InvalidInputError(f"{where}.min_per_source must be a number.")
+        if not isinstance(layer, str) or not layer:
+            raise InvalidInputError(f"{where}.layer must name the layer the cuts were fit with.")
+        source = f"fit on notes folders, a store of >= {per_source} chunks a note"
+        thresholds = AbstainThresholds.from_record(entry, where)
+        out[str(kind)] = NotesCuts(
+            AbstainThresholds(
+                thresholds.critic_below,
+                thresholds.distance_above,
+                source,
+                coverage_below=thresholds.coverage_below,
+            ),
+            float(per_source),
+            layer,
+        )
+    return out
+
+
+@cache
+def _shipped_notes_cuts(path: Path) -> dict[str, NotesCuts]:
+    """The notes cuts in ``path``; none (with a warning) when it is there but cannot be read."""
+    if not path.is_file():
+        return {}
+    try:
+        return read_notes_cuts(path)
+    except InvalidInputError as exc:
+        log.warning("The strict level keeps the critic's own cuts on every store: %s", exc)
+        return {}
+
+
+def notes_cuts(
+    kind: str, layer: str, per_source: float | None, path: Path | None = None
+) -> AbstainThresholds | None:
+    """The cuts fit on notes folders for the critic ``kind`` whose layer's fingerprint is
+    ``layer``, on a store of ``per_source`` chunks a note (None: not measured).
+
+    Returns:
+        The cuts; None (the critic's own apply) when the store's notes span fewer chunks or it
+        was not measured, when ``path`` (default: the shipped file) is missing or unreadable,
+        or when it holds no cuts for ``kind`` fit with this layer.
+    """
+    entry = _shipped_notes_cuts(path or default_notes_cuts_path()).get(kind)
+    if entry is None or entry.layer != layer:
+        return None
+    if per_source is None or per_source < entry.min_per_source:
+        return None
+    return entry.thresholds
