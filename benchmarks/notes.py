@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import save, say
+from ragbrain.evaluation import percent
 
 #: Every fit folder keeps an expected note in the handed-over set for this share of its
 #: fit-split answerable questions (the target is 97% on the test splits).
@@ -255,11 +256,11 @@ def main() -> None:
         r, c, o = entry["refused"], entry["capped"], entry["shipped"]
         lines.append(
             f"| {name} | {entry['quantile']}, {entry['cap']} | "
-            + " / ".join(f"{r[g]:.0%}" for g in GROUPS)
+            + " / ".join(percent(r[g]) for g in GROUPS)
             + " | "
-            + " / ".join(f"{c[g]:.0%}" for g in GROUPS)
+            + " / ".join(percent(c[g]) for g in GROUPS)
             + " | "
-            + " / ".join(f"{o[g]:.0%}" for g in GROUPS)
+            + " / ".join(percent(o[g]) for g in GROUPS)
             + " |"
         )
     lines.append("")

@@ -253,3 +253,13 @@ def test_rare_type_vectors_load_in_the_background(tmp_path: Path) -> None:
     again = store.search("redis cache", 5, ["rare"])
     assert [h["id"] for h in again] == [h["id"] for h in first]
     assert [h["distance"] for h in again] == pytest.approx([h["distance"] for h in first])
+
+
+def test_percent_keeps_a_decimal_where_the_share_is_not_whole() -> None:
+    from ragbrain.evaluation import percent
+
+    assert percent(1 / 40) == "2.5%"  # one question of 40: not "2%"
+    assert percent(0.975) == "97.5%"
+    assert percent(1.0) == "100%"
+    assert percent(0.0) == "0%"
+    assert percent(None) == "-"

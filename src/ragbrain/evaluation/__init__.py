@@ -40,7 +40,7 @@ if TYPE_CHECKING:
         notes_table,
     )
     from ragbrain.evaluation.offtopic import RELATED, evaluation_bank, offtopic_sources
-    from ragbrain.evaluation.report import machine, write_atomic, write_json
+    from ragbrain.evaluation.report import machine, percent, write_atomic, write_json
     from ragbrain.evaluation.runner import dense_retriever
 
 _WHERE = {
@@ -67,6 +67,7 @@ _WHERE = {
     "notes_table": "ragbrain.evaluation.notes",
     "offtopic_sources": "ragbrain.evaluation.offtopic",
     "paired_difference": "ragbrain.evaluation.metrics",
+    "percent": "ragbrain.evaluation.report",
     "percentile": "ragbrain.evaluation.metrics",
     "recall_at_k": "ragbrain.evaluation.metrics",
     "refusal_stats": "ragbrain.evaluation.missing",
@@ -102,6 +103,7 @@ __all__ = [
     "notes_table",
     "offtopic_sources",
     "paired_difference",
+    "percent",
     "percentile",
     "recall_at_k",
     "refusal_stats",

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragbrain.errors import InvalidInputError
+from ragbrain.evaluation.report import percent
 from ragbrain.paths import cache_root
 
 if TYPE_CHECKING:
@@ -353,10 +354,6 @@ def evaluate_notes(
     }
 
 
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{100 * value:.0f}%"
-
-
 def notes_table(summary: dict[str, dict[str, Any]], split: str = "test") -> str:
     """The summary of one split as a Markdown table, a row per group."""
     rows = summary.get(split, {})
@@ -366,11 +363,13 @@ def notes_table(summary: dict[str, dict[str, Any]], split: str = "test") -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for label, entry in rows.items():
-        found = f"{_pct(entry['found'])} / {_pct(entry['first'])}" if "found" in entry else "-"
+        found = (
+            f"{percent(entry['found'])} / {percent(entry['first'])}" if "found" in entry else "-"
+        )
         chunks = "-" if entry.get("chunks") is None else f"{entry['chunks']:.2f}"
         lines.append(
             f"| {label} | {entry['questions']} | {found} | {chunks} "
-            f"| {_pct(entry.get('from_expected'))} | {_pct(entry['refused'])} "
-            f"| {_pct(entry['refused_strict'])} |"
+            f"| {percent(entry.get('from_expected'))} | {percent(entry['refused'])} "
+            f"| {percent(entry['refused_strict'])} |"
         )
     return "\n".join(lines) + "\n"

@@ -82,6 +82,14 @@ COLUMNS: tuple[tuple[str, str, int], ...] = (
 )
 
 
+def percent(value: float | None) -> str:
+    """``value`` (a share) as a percentage, one decimal where it is not whole ("97.5%",
+    "100%"): one question of 40 is 2.5%, not "2%"; "-" for None."""
+    if value is None:
+        return "-"
+    return f"{100 * value:.1f}".removesuffix(".0") + "%"
+
+
 def markdown_table(summary: Mapping[str, Mapping[str, Any]]) -> str:
     """One row per configuration; depth distribution as ``depth:count`` pairs."""
     header = ["config", *(c[0] for c in COLUMNS), "depths"]
