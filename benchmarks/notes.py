@@ -98,7 +98,7 @@ def fit_ratio(fit: Sequence[dict[str, Any]], threshold: float) -> float:
 
 #: Off-topic quantiles tried on the notes folders (the shipped one among them).
 QUANTILES = (0.0, 0.01, 0.02, 0.05, 0.1, 0.185)
-GROUPS = ("answerable", "offtopic/general", "offtopic/trap", "missing")
+GROUPS = ("answerable", "offtopic/general", "offtopic/trap", "missing", "identifier")
 
 
 def bank_distances(folder: Path, embeddings: Any) -> list[float]:
@@ -248,8 +248,8 @@ def main() -> None:
         "## Off-topic quantile fit on the notes folders alone, leave-one-folder-out (test "
         "split; the shipped rescue)",
         "",
-        "| held-apart folder | quantile, cap (fit) | answerable / general / trap / missing "
-        "refused | with the cap | at the BEIR-fit quantile (0.185) |",
+        "| held-apart folder | quantile, cap (fit) | answerable / general / trap / missing / "
+        "identifier refused | with the cap | at the BEIR-fit quantile (0.185) |",
         "|---|---|---|---|---|",
     ]
     for name, entry in offtopic_lodo.items():

@@ -13,6 +13,7 @@ from ragbrain.evaluation.notes import (
     Question,
     cached_store_path,
     evaluate_notes,
+    identifier_questions,
     is_notes_domain,
     load_questions,
     notes_table,
@@ -146,7 +147,8 @@ def test_the_store_is_built_once_and_the_questions_asked(domain: Path, tmp_path:
     first = evaluate_notes(domain, embeddings, store_root=root)
     path = cached_store_path(domain, embeddings.model_name, root)
     assert (path / "ragbrain-eval-complete.json").is_file()
-    assert first["chunks"] == 3 and len(first["answers"]) == 5
+    assert first["chunks"] == 3 and len(first["answers"]) == 5 + len(identifier_questions(domain))
+    assert "identifier" in first["summary"]["test"]
     rows = {a["q"]: a for a in first["answers"]}
     found = rows["postgres vacuum bloated tables"]
     assert found["sources"] and "db/postgres-vacuum.md" in found["sources"]
@@ -172,3 +174,27 @@ def test_an_unfinished_cached_store_is_built_again(domain: Path, tmp_path: Path)
     payload = evaluate_notes(domain, embeddings, store_root=root, probe=False)
     assert not (path / "leftover").exists() and payload["chunks"] == 3
     assert all(a["candidates"] == [] for a in payload["answers"])
+
+
+def test_identifier_questions_ask_for_a_rare_name_of_a_note_in_each_form(domain: Path) -> None:
+    (domain / "notes" / "ops" / "common.md").write_text("use pg_dump; see pg_dump.\n")
+    (domain / "notes" / "ops" / "more.md").write_text("pg_dump again, and config_v2.yaml\n")
+    questions = identifier_questions(domain)
+    assert questions == identifier_questions(domain)  # the same draw every time
+    assert {q.group for q in questions} == {"identifier"}
+    assert {q.split for q in questions} == {"test"}
+    names = {
+        "maxmemory-policy": ("db/redis-eviction.md",),
+        "allkeys-lru": ("db/redis-eviction.md",),
+        "VACUUM": ("db/postgres-vacuum.md",),
+        "ANALYZE": ("db/postgres-vacuum.md",),
+        "config_v2.yaml": ("ops/more.md",),
+    }
+    # One name a note, at most two notes holding it: pg_dump, in three, is never asked.
+    assert all("pg_dump" not in q.text for q in questions)
+    for n, question in enumerate(questions):
+        name = next(k for k in names if k in question.text)
+        assert question.expect == names[name]
+        form = ("{}", "what is {} for", "how do I use {}", "{} not working")[n % 4]
+        assert question.text == form.format(name)
+    assert len(identifier_questions(domain, count=1)) == 1

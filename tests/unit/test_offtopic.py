@@ -318,6 +318,28 @@ def test_lexical_support_weighs_rare_words_and_counts_unseen_ones_as_rarest(
     assert lexical_support(index, "?!", hits) is None
 
 
+def test_the_words_that_make_a_question_do_not_count_against_its_support(
+    fake_store: Store,
+) -> None:
+    """Notes that never write "what" or "how" would otherwise count them among the question's
+    rarest words: asked about a name they use, the question held too little of itself."""
+    from ragbrain.lexical.support import lexical_support
+    from ragbrain.store.lexical import sync_lexical
+
+    index = sync_lexical(fake_store)
+    bare = "backup credentials"
+    hits = [h.id for h in index.search(bare, 10)]
+    alone = lexical_support(index, bare, hits)
+    assert alone is not None and alone > 0.9
+    for asked in (f"what are the {bare} for", f"where do we have our {bare}", f"why {bare}?"):
+        held = lexical_support(index, asked, [h.id for h in index.search(asked, 10)])
+        assert held == pytest.approx(alone), asked
+    # A content word the notes lack still counts.
+    missing = lexical_support(index, f"what are the {bare} for mongolia", hits)
+    assert missing is not None and missing < alone * 0.8
+    assert lexical_support(index, "what is it", hits) is None  # nothing but question words
+
+
 def test_a_far_question_whose_rare_words_one_chunk_holds_is_answered() -> None:
     cut = OffTopicCut(0.5, 0.4, "test cut", MINILM, {"latin": 1.0}, support=0.6)
     assert refusal_reason("breast cancer", 0.7, cut, support=0.9) is None

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from ragbrain.evaluation.notes import (
         cached_store_path,
         evaluate_notes,
+        identifier_questions,
         notes_store,
         notes_table,
     )
@@ -57,6 +58,7 @@ _WHERE = {
     "eval_critic": "ragbrain.evaluation.evaluate",
     "evaluate_notes": "ragbrain.evaluation.notes",
     "evaluation_bank": "ragbrain.evaluation.offtopic",
+    "identifier_questions": "ragbrain.evaluation.notes",
     "folds": "ragbrain.evaluation.lodo",
     "gate_refuses": "ragbrain.evaluation.missing",
     "load_split": "ragbrain.evaluation.beir",
@@ -95,6 +97,7 @@ __all__ = [
     "evaluation_bank",
     "folds",
     "gate_refuses",
+    "identifier_questions",
     "load_split",
     "machine",
     "mean",

@@ -13,16 +13,21 @@ Paths are relative to ``notes/``. Answerable questions are answered by an ``expe
 off-topic ones (``general``, or a ``trap`` sharing a word with the notes in another sense) and
 missing ones (on the notes' topic, answered by no note) should get an empty answer.
 
-``evaluate_notes`` reports, per group and split: the expected note found (in the handed-over
-set, and first), the chunks handed over, the share of them from an expected note, and the
-share refused at the default level (``abstain="on"``) and at ``"strict"``.
+``evaluate_notes`` also asks questions about names the notes use, generated from them
+(``identifier_questions``: ``pg_dump``, ``what is sqlite3-rsync.c for``; group
+``identifier``), and reports, per group and split: the expected note found (in the
+handed-over set, and first), the chunks handed over, the share of them from an expected note,
+and the share refused at the default level (``abstain="on"``) and at ``"strict"``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import random
+import re
 import shutil
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +45,13 @@ if TYPE_CHECKING:
 
 GROUPS = ("answerable", "offtopic", "missing")
 SPLITS = ("fit", "test")
+#: A name as notes write it: dotted, dashed or snake_case, camelCase, or upper case with a
+#: digit or an underscore (``pg_dump``, ``sqlite3-rsync.c``, ``addEventListener``, ``NAT_GW``).
+IDENTIFIER = re.compile(
+    r"(?<![\w.-])([A-Za-z]\w*(?:[_.\-:]\w+)+|[a-z]+[A-Z]\w+|[A-Z]{2,}\w*\d\w*|[A-Z][A-Z_]{4,})(?!\w)"
+)
+#: How identifier questions are asked: alone, and in three everyday wrappings.
+IDENTIFIER_FORMS = ("{}", "what is {} for", "how do I use {}", "{} not working")
 #: The file a finished cached store holds (a store without it is built again).
 DONE = "ragbrain-eval-complete.json"
 
@@ -112,6 +124,37 @@ def load_questions(folder: Path) -> list[Question]:
                     near=str(row.get("near", "")),
                 )
             )
+    return questions
+
+
+def identifier_questions(folder: Path, count: int = 100, seed: int = 0) -> list[Question]:
+    """Questions about a name the notes use, generated from ``folder``'s notes: for up to
+    ``count`` notes drawn at random (``seed``), one identifier (``IDENTIFIER``) that at most
+    two notes hold, asked in each of ``IDENTIFIER_FORMS`` in turn; the notes that hold it
+    are the expected ones (group ``identifier``, test split). What a user types when they
+    remember a name and not the note: nothing answers it but the notes that use the name.
+    """
+    notes = folder / "notes"
+    files = sorted(p for p in notes.rglob("*.md") if p.is_file())
+    names: dict[str, set[str]] = {}
+    for path in files:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        names[path.relative_to(notes).as_posix()] = {
+            n for n in IDENTIFIER.findall(text) if 4 <= len(n) <= 40 and "//" not in n
+        }
+    held = Counter(n for found in names.values() for n in found)
+    rng = random.Random(seed)
+    questions: list[Question] = []
+    for source in rng.sample(sorted(names), len(names)):
+        rare = sorted(n for n in names[source] if held[n] <= 2)
+        if not rare:
+            continue
+        name = rng.choice(rare)
+        form = IDENTIFIER_FORMS[len(questions) % len(IDENTIFIER_FORMS)]
+        expect = tuple(sorted(s for s, found in names.items() if name in found))
+        questions.append(Question(form.format(name), "identifier", "test", expect=expect))
+        if len(questions) == count:
+            break
     return questions
 
 
@@ -281,7 +324,7 @@ def summarize_answers(answers: Sequence[Answer]) -> dict[str, dict[str, Any]]:
                 "refused": _share(a.refused for a in rows),
                 "refused_strict": _share(a.refused_strict for a in rows),
             }
-            if label == "answerable":
+            if label in ("answerable", "identifier"):
                 found = [a for a in rows if set(a.sources) & set(a.question.expect)]
                 handed = [a for a in rows if a.sources]
                 entry |= {
@@ -312,9 +355,11 @@ def evaluate_notes(
     probe: bool = True,
     store_root: Path | None = None,
     reporter: Callable[[str], Callable[[int, int], None]] | None = None,
+    identifiers: int = 100,
 ) -> dict[str, Any]:
     """Ingest the notes domain ``folder`` (cached), ask its questions of the shipped retriever
-    (or ``retriever``), and summarize.
+    (or ``retriever``), and ``identifiers`` questions about names its notes use
+    (``identifier_questions``), and summarize.
 
     Returns:
         ``{"dataset", "model", "chunks", "summary", "answers"}``.
@@ -327,7 +372,7 @@ def evaluate_notes(
 
     if not is_notes_domain(folder):
         raise InvalidInputError(f"{folder}: not a notes folder (needs notes/ and questions.json).")
-    questions = load_questions(folder)
+    questions = load_questions(folder) + identifier_questions(folder, identifiers)
     store: Store | None = None
     if retriever is None:
         embeddings = embeddings or embeddings_for(None)

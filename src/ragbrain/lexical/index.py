@@ -290,7 +290,9 @@ class LexicalIndex:
         terms = list(dict.fromkeys(self.query_terms(query)))
         return sum(self.idf(terms)) if terms else 0.0
 
-    def query_weights(self, query: str) -> tuple[dict[int, float], float]:
+    def query_weights(
+        self, query: str, skip: frozenset[str] = frozenset()
+    ) -> tuple[dict[int, float], float]:
         """What each of the query's distinct terms weighs, by rarity: the IDF of each term the
         index knows (by term id), and the mass of them all, a term the index never saw
         counting as the rarest (held by no chunk). A share of that mass is how much of the
@@ -301,7 +303,7 @@ class LexicalIndex:
         Returns:
             ``(weights, mass)``; mass 0.0 for a question without index terms.
         """
-        words = list(dict.fromkeys(tokenize(query)))
+        words = [w for w in dict.fromkeys(tokenize(query)) if w not in skip]
         known = [self.vocab[w] for w in words if w in self.vocab]
         weights = dict(zip(known, self.idf(known), strict=True)) if known else {}
         unseen = float(idf(len(self.ids), np.zeros(1, dtype=np.int64))[0])

@@ -4,6 +4,7 @@ evidence (``ragbrain.refusal.offtopic``), measured where the hybrid search runs.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -11,6 +12,23 @@ if TYPE_CHECKING:
 
 #: BM25's hits whose rare words count as support.
 SUPPORT_HITS = 10
+
+#: The words that make a question a question: interrogatives, auxiliaries and pronouns. A
+#: store that rarely writes "what" or "how" (command references, runbooks) would count them
+#: among the question's rarest words, so that "what is pgmhist.html for" held too little of
+#: itself to be rescued; support weighs what the question is about.
+QUESTION_WORDS = (
+    "what how why when where which who whom whose do does did don't can could should would "
+    "shall may might must am have has i me my we us our you your what's"
+)
+
+
+@cache
+def question_terms() -> frozenset[str]:
+    """``QUESTION_WORDS`` as the index's terms (stemmed: "why" -> "whi")."""
+    from ragbrain.lexical.tokens import tokenize
+
+    return frozenset(tokenize(QUESTION_WORDS))
 
 
 def lexical_support(index: LexicalIndex, query: str, hits: Sequence[str]) -> float | None:
@@ -22,7 +40,7 @@ def lexical_support(index: LexicalIndex, query: str, hits: Sequence[str]) -> flo
     Returns:
         A share in [0, 1]; None for a question without index terms.
     """
-    weights, mass = index.query_weights(query)
+    weights, mass = index.query_weights(query, skip=question_terms())
     if mass <= 0:
         return None
     best = 0.0
