@@ -340,6 +340,41 @@ def test_the_words_that_make_a_question_do_not_count_against_its_support(
     assert lexical_support(index, "what is it", hits) is None  # nothing but question words
 
 
+def test_a_compound_question_is_supported_whole_or_in_every_part() -> None:
+    from ragbrain.lexical.support import question_support
+
+    assert question_support(0.4) == 0.4  # a simple question: its own
+    assert question_support(0.3, [1.0, 0.0]) == 0.3  # one part held: not the question
+    assert question_support(0.3, [0.9, 0.8]) == 0.8  # every part held, in different notes
+    assert question_support(0.9, [1.0, 0.0]) == 0.9  # one chunk holds the whole
+    assert question_support(None, [0.7, None]) is None  # a part without terms
+    assert question_support(None) is None
+
+
+def test_one_part_of_a_compound_question_does_not_rescue_it(fake_store: Store) -> None:
+    """ "X vs Y" where the notes hold X only: the parts are searched, but refusal's support
+    is the whole question's, or what every part finds."""
+    from ragbrain.store.lexical import LexicalSearcher
+
+    query = "nightly backup vs sourdough rye bread"
+    probe = run(fake_store, query, "off")
+    nearest = float(probe["nearest_distance"])  # type: ignore[arg-type]
+    cut = OffTopicCut(nearest - 0.05, nearest - 0.1, "test cut", "fake", support=0.6)
+    graph = build_graph(fake_store, offtopic=cut, lexical=LexicalSearcher(fake_store))
+    out = graph.invoke(
+        {"query": query, "type_filter": None}, context=RetrievalContext(gate_threshold=0.5)
+    )
+    assert any("compound question" in note for note in out["notes"]), out["notes"]
+    assert out["documents"] == [] and str(out["abstain_reason"]).startswith("off-topic")
+    assert float(out["lexical_support"]) < 0.6  # type: ignore[arg-type]
+    # The part the notes hold, asked alone, is answered by its rare words.
+    alone = graph.invoke(
+        {"query": "nightly backup", "type_filter": None},
+        context=RetrievalContext(gate_threshold=0.5),
+    )
+    assert float(alone["lexical_support"]) >= 0.6  # type: ignore[arg-type]
+
+
 def test_a_far_question_whose_rare_words_one_chunk_holds_is_answered() -> None:
     cut = OffTopicCut(0.5, 0.4, "test cut", MINILM, {"latin": 1.0}, support=0.6)
     assert refusal_reason("breast cancer", 0.7, cut, support=0.9) is None

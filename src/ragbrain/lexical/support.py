@@ -48,3 +48,19 @@ def lexical_support(index: LexicalIndex, query: str, hits: Sequence[str]) -> flo
         held = index.terms_of(id_)
         best = max(best, sum(w for t, w in weights.items() if t in held))
     return min(best / mass, 1.0)
+
+
+def question_support(whole: float | None, parts: Sequence[float | None] = ()) -> float | None:
+    """The support of a question searched whole and, when compound, part by part: the whole
+    question's, or what every part finds, whichever is more. One part's words held by a chunk
+    say nothing of the rest: "the difference between a stock and a bond" is not on the topic
+    of notes that mention stock and never a bond.
+
+    Args:
+        whole: ``lexical_support`` of the whole question (None: it has no index term).
+        parts: ``lexical_support`` of each part (empty for a simple question).
+    """
+    held = [p for p in parts if p is not None]
+    every = min(held) if held and len(held) == len(parts) else None
+    candidates = [s for s in (whole, every) if s is not None]
+    return max(candidates, default=None)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from langgraph.runtime import Runtime
 
 from ragbrain.context import RetrievalContext, context_of
+from ragbrain.lexical.support import question_support
 from ragbrain.nodes import Node
 from ragbrain.nodes.parts import search_parts
 from ragbrain.query.compound import split_compound
@@ -110,9 +111,11 @@ def make_vector_search(store: SearchableStore, lexical: LexicalSearcher | None =
             "hits": hits,
             "bm25_coverage": coverage,
             "nearest_distance": min(nearest, default=None),
-            "lexical_support": max(
-                (f.support for f in fusions if f.support is not None), default=None
-            ),
+            "lexical_support": question_support(
+                fusions[0].support, [f.support for f in fusions[1:]]
+            )
+            if fusions
+            else None,
             "notes": notes,
         }
 
