@@ -60,9 +60,10 @@ from ragbrain.refusal.abstain import (
     fit_thresholds,
     should_abstain,
 )
+from ragbrain.refusal.offtopic import NOTES_SPAN
 
-#: Chunks a note from which a store reads as a notes folder (``benchmarks.notes``).
-NOTES_LIKE = 1.25
+#: Chunks a note from which a store reads as a notes folder: the runtime's own test.
+NOTES_LIKE = NOTES_SPAN
 RULES = ("BEIR", "pooled", "store chooses")
 
 
