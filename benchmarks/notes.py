@@ -179,7 +179,7 @@ def main() -> None:
     parser.add_argument("--name", default="notes")
     args = parser.parse_args()
     from ragbrain.critic.evidence import EvidenceCritic
-    from ragbrain.evaluation import evaluate_notes, notes_table
+    from ragbrain.evaluation import broad_table, evaluate_notes, notes_table
     from ragbrain.models.embeddings import embeddings_for
 
     embeddings = embeddings_for(None)
@@ -224,6 +224,7 @@ def main() -> None:
             f"## {name} ({payload['chunks']} chunks), test split",
             "",
             notes_table(payload["summary"], "test"),
+            broad_table(payload["summary"], "test"),
         ]
     lines += [
         "## Hand-over ratio, leave-one-folder-out (answerable questions, test split)",
