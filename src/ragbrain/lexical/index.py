@@ -126,7 +126,9 @@ class LexicalIndex:
         )
         counts = np.bincount(self._doc_types, minlength=len(self._type_codes))
         self._type_counts = {t: int(counts[code]) for t, code in self._type_codes.items()}
-        data, docs, term_ptr = score_matrix(flat, indptr, len(vocab))
+        overlaps = np.zeros(len(vocab), dtype=bool)
+        overlaps[[i for term, i in vocab.items() if is_compound(term)]] = True
+        data, docs, term_ptr = score_matrix(flat, indptr, len(vocab), overlaps)
         self._bm25 = Bm25Scorer(data, docs, term_ptr, len(ids))
         self._document_frequency = np.diff(term_ptr)
 

@@ -59,9 +59,6 @@ _JA_DROPPED_POS = frozenset({"助詞", "助動詞", "補助記号", "記号", "�
 #: A name written as one: letters and digits joined by ``_ . - : /`` (snake_case, dotted names,
 #: paths, flags and ``--options``, ``ERR_CONN_RESET``), indexed whole beside its words.
 _COMPOUND = re.compile(r"[A-Za-z0-9]+(?:[_.:/\-]+[A-Za-z0-9]+)+")
-#: camelCase (a lower-case letter then an upper-case one): its words are indexed beside it.
-_CAMEL = re.compile(r"\b[A-Za-z][a-z0-9]*[a-z][A-Z][A-Za-z0-9]*\b")
-_CAMEL_PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 #: The characters that join a compound's words: a term holding one is a whole compound.
 JOINERS = frozenset("_.:/-")
 #: Longer compounds (long paths, URLs) are indexed by their parts between slashes only.
@@ -227,12 +224,6 @@ def compounds(text: str) -> list[str]:
     return out
 
 
-def camel_parts(text: str) -> list[str]:
-    """The words of each camelCase name of ``text`` (``addEventListener``: add, Event,
-    Listener), to be stemmed; the name itself is a word of its own."""
-    return [part for match in _CAMEL.finditer(text) for part in _CAMEL_PARTS.findall(match.group())]
-
-
 def tokenize(text: str) -> list[str]:
     """The index terms of ``text``, in order; an empty list when it has none (emoji only).
 
@@ -243,14 +234,14 @@ def tokenize(text: str) -> list[str]:
         Terms: stemmed English words, Japanese normalized forms, Chinese words (simplified),
         Thai words, stemmed Arabic words, other words; and each name written as one
         (``compounds``: ``skip_locked``, ``--dry-run``, ``pg_stat.c``) whole, unstemmed, beside
-        its words, the words of camelCase names (``camel_parts``) beside the name.
+        its words. A camelCase name stays one word (its words beside it cost BM25 alone 0.01
+        nDCG@10 on CoSQA).
     """
     tokens: list[str] = []
     latin: list[str] = []  # stemmed in one batch at the end: BM25 ignores term order
     stop = _english_stop_words()
     folded = unicodedata.normalize("NFKC", text)
     whole = compounds(folded)
-    latin += [w for w in (p.casefold() for p in camel_parts(folded)) if w not in stop]
     text = folded.casefold()
     japanese = _KANA.search(text) is not None
     for match in _RUNS.finditer(text):
