@@ -170,6 +170,9 @@ def test_the_store_is_built_once_and_the_questions_asked(domain: Path, tmp_path:
     # A broad question is asked of a plain dense search of the same store as well.
     broad = rows["what do the notes say about postgres and redis databases"]
     assert len(broad["dense"]) == 3 and set(broad["dense"]) == set(NOTES)
+    # The retriever hands over several notes for it, both relevant ones among them.
+    assert {"db/postgres-vacuum.md", "db/redis-eviction.md"} <= set(broad["sources"])
+    assert first["summary"]["test"]["broad"]["recall"] == 1.0
     entry = first["summary"]["test"]["broad"]
     assert entry["dense"]["10"]["recall"] == 1.0 and entry["dense"]["4"]["notes"] == 3.0
     assert "| dense top 10 | 100% | 66.7% | 3.00 | 0% |" in broad_table(first["summary"])
