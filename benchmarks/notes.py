@@ -13,7 +13,7 @@ candidates. ``--ship`` writes the ratio fit on every folder's fit split to
 ``src/ragbrain/critic/handover.json``.
 
     python -m benchmarks.notes ../shared/data/notes_dev/{tldr,simonw_til,gitlab_runbooks} \\
-        [--ship] [--name notes]
+        [--ship] [--name notes] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -177,9 +177,15 @@ def main() -> None:
     parser.add_argument("folders", nargs="+", type=Path)
     parser.add_argument("--ship", action="store_true")
     parser.add_argument("--name", default="notes")
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        help="a folder to write each folder's answers to (<folder>.json: every judged candidate "
+        "with its score, for fitting a hand-over rule without asking again)",
+    )
     args = parser.parse_args()
     from ragbrain.critic.evidence import EvidenceCritic
-    from ragbrain.evaluation import evaluate_notes, notes_table
+    from ragbrain.evaluation import broad_table, evaluate_notes, notes_table
     from ragbrain.models.embeddings import embeddings_for
 
     embeddings = embeddings_for(None)
@@ -188,6 +194,11 @@ def main() -> None:
     for folder in args.folders:
         say(f"{folder.name}: ingesting (cached) and asking")
         payloads[folder.name] = evaluate_notes(folder, embeddings)
+        if args.keep is not None:
+            from ragbrain.evaluation import write_json
+
+            args.keep.mkdir(parents=True, exist_ok=True)
+            write_json(args.keep / f"{folder.name}.json", payloads[folder.name])
     names = list(payloads)
     lodo: dict[str, Any] = {}
     for held in names:
@@ -224,6 +235,7 @@ def main() -> None:
             f"## {name} ({payload['chunks']} chunks), test split",
             "",
             notes_table(payload["summary"], "test"),
+            broad_table(payload["summary"], "test"),
         ]
     lines += [
         "## Hand-over ratio, leave-one-folder-out (answerable questions, test split)",

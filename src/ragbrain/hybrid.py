@@ -213,6 +213,40 @@ def fuse_scores(
     return sorted(total, key=lambda id_: -total[id_])
 
 
+#: At most this many of BM25's best chunks that hold every word of the question keep a place
+#: among the fused candidates (``holders``).
+HOLDERS = 2
+
+
+def holders(index: LexicalIndex, query: str, ranked: Sequence[str]) -> list[str]:
+    """Of BM25's best chunks (``ranked``, best first), the first ``HOLDERS`` that hold every
+    term of the question, question words aside (``lexical.support.question_terms``); none
+    when a term is one the index never saw. A rare word in a long note scores little against
+    the query's most (a Lucene term scores below its IDF, less in a long chunk), so the score
+    fusion can leave the one chunk that holds it behind dense hits that hold nothing."""
+    from ragbrain.lexical.support import SUPPORT_HITS, question_terms
+
+    weights, mass = index.query_weights(query, skip=question_terms())
+    if not weights or sum(weights.values()) < mass:
+        return []
+    wanted = set(weights)
+    found = [id_ for id_ in ranked[:SUPPORT_HITS] if wanted <= index.terms_of(id_)]
+    return found[:HOLDERS]
+
+
+def floor_holders(order: Sequence[str], kept: Sequence[str], k: int) -> list[str]:
+    """The first ``k`` of ``order`` with every id of ``kept`` among them: one that fell below
+    takes the place of the last fused ids that are not ``kept``, in ``kept``'s order."""
+    top = list(order[:k])
+    missing = [id_ for id_ in kept if id_ not in top]
+    if not missing or k <= 0:
+        return top
+    room = [id_ for id_ in top if id_ not in kept]
+    drop = set(room[len(room) - min(len(missing), len(room)) :])
+    top = [id_ for id_ in top if id_ not in drop]
+    return top + missing[: k - len(top)]
+
+
 @dataclass(frozen=True)
 class Fused:
     """``hybrid_fusion``'s result: the hits, how many only BM25 found, and the weights."""
@@ -225,6 +259,9 @@ class Fused:
     #: How much of the query BM25's best chunk holds, by rarity (``ragbrain.lexical.support
     #: .lexical_support``; None: the query has no index term).
     support: float | None = None
+    #: How many chunks holding every word of the question took a place the fusion had given
+    #: to others (``holders``).
+    raised: int = 0
 
 
 def hybrid_fusion(
@@ -271,7 +308,10 @@ def hybrid_fusion(
         mass,
         share,
         power,
-    )[:k]
+    )
+    fused_top = order[:k]
+    order = floor_holders(order, holders(index, query, [match.id for match in matches]), k)
+    raised = sum(id_ not in fused_top for id_ in order)
     best = min(1.0, matches[0].score / mass) if matches and mass > 0 else 0.0
     hits = _as_hits(store, query, order, {hit["id"]: hit for hit in dense})
     dense_ids = {hit["id"] for hit in dense}
@@ -280,7 +320,7 @@ def hybrid_fusion(
     from ragbrain.lexical.support import lexical_support
 
     support = lexical_support(index, query, [match.id for match in matches])
-    return Fused(hits, only, FusionWeights(share, best, power), nearest, support)
+    return Fused(hits, only, FusionWeights(share, best, power), nearest, support, raised)
 
 
 def hybrid_search(

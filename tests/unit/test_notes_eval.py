@@ -11,6 +11,8 @@ from ragbrain.errors import InvalidInputError
 from ragbrain.evaluation.notes import (
     Answer,
     Question,
+    broad_scores,
+    broad_table,
     cached_store_path,
     evaluate_notes,
     identifier_questions,
@@ -53,6 +55,13 @@ QUESTIONS = {
             "split": "test",
         }
     ],
+    "broad": [
+        {
+            "q": "what do the notes say about postgres and redis databases",
+            "expect": ["db/postgres-vacuum.md", "db/redis-eviction.md"],
+            "split": "test",
+        }
+    ],
 }
 
 
@@ -81,9 +90,11 @@ def test_the_questions_file_is_read_per_group_kind_and_split(domain: Path) -> No
         "offtopic/general",
         "offtopic/trap",
         "missing",
+        "broad",
     ]
+    assert questions[-1].expect == ("db/postgres-vacuum.md", "db/redis-eviction.md")
     assert questions[0].expect == ("db/postgres-vacuum.md",) and questions[0].split == "fit"
-    assert questions[-1].near == "db/postgres-vacuum.md"
+    assert questions[-2].near == "db/postgres-vacuum.md"
 
 
 @pytest.mark.parametrize(
@@ -94,6 +105,7 @@ def test_the_questions_file_is_read_per_group_kind_and_split(domain: Path) -> No
         ('{"offtopic": [{"q": "x", "split": "dev"}]}', "split must be"),
         ('{"others": []}', "must be an object"),
         ('{"missing": [{"near": "a.md"}]}', "non-empty 'q'"),
+        ('{"broad": [{"q": "x", "expect": []}]}', "'expect'"),
     ],
 )
 def test_a_bad_questions_file_is_an_error_naming_the_problem(
@@ -147,7 +159,7 @@ def test_the_store_is_built_once_and_the_questions_asked(domain: Path, tmp_path:
     first = evaluate_notes(domain, embeddings, store_root=root)
     path = cached_store_path(domain, embeddings.model_name, root)
     assert (path / "ragbrain-eval-complete.json").is_file()
-    assert first["chunks"] == 3 and len(first["answers"]) == 5 + len(identifier_questions(domain))
+    assert first["chunks"] == 3 and len(first["answers"]) == 6 + len(identifier_questions(domain))
     assert "identifier" in first["summary"]["test"]
     rows = {a["q"]: a for a in first["answers"]}
     found = rows["postgres vacuum bloated tables"]
@@ -155,6 +167,15 @@ def test_the_store_is_built_once_and_the_questions_asked(domain: Path, tmp_path:
     # Every judged candidate is kept with its score for fitting a hand-over rule.
     assert {c[0] for c in found["candidates"]} <= set(NOTES)
     assert len(found["candidates"]) >= len(found["sources"])
+    # A broad question is asked of a plain dense search of the same store as well.
+    broad = rows["what do the notes say about postgres and redis databases"]
+    assert len(broad["dense"]) == 3 and set(broad["dense"]) == set(NOTES)
+    # The retriever hands over several notes for it, both relevant ones among them.
+    assert {"db/postgres-vacuum.md", "db/redis-eviction.md"} <= set(broad["sources"])
+    assert first["summary"]["test"]["broad"]["recall"] == 1.0
+    entry = first["summary"]["test"]["broad"]
+    assert entry["dense"]["10"]["recall"] == 1.0 and entry["dense"]["4"]["notes"] == 3.0
+    assert "| dense top 10 | 100% | 66.7% | 3.00 | 0% |" in broad_table(first["summary"])
     # Asked again: the cached store is reused, the answers are the same.
     mtime = (path / "ragbrain-eval-complete.json").stat().st_mtime_ns
     again = evaluate_notes(domain, embeddings, store_root=root)
@@ -198,3 +219,26 @@ def test_identifier_questions_ask_for_a_rare_name_of_a_note_in_each_form(domain:
         form = ("{}", "what is {} for", "how do I use {}", "{} not working")[n % 4]
         assert question.text == form.format(name)
     assert len(identifier_questions(domain, count=1)) == 1
+
+
+def test_broad_questions_score_recall_over_every_question_and_precision_over_answers() -> None:
+    scores = broad_scores(
+        [["a.md", "a.md", "b.md", "x.md"], [], ["c.md"]],
+        [("a.md", "b.md", "c.md", "d.md"), ("a.md", "b.md"), ("c.md", "d.md")],
+    )
+    # recall: 2/4, 0 (refused), 1/2; precision: 2/3 notes, 1/1; notes: 3 and 1.
+    assert scores["recall"] == pytest.approx((0.5 + 0 + 0.5) / 3, abs=1e-4)
+    assert scores["precision"] == pytest.approx((2 / 3 + 1) / 2, abs=1e-4)
+    assert scores["notes"] == 2.0 and scores["refused"] == pytest.approx(1 / 3, abs=1e-4)
+
+
+def test_the_broad_table_puts_ragbrain_beside_dense_top_10_and_top_4() -> None:
+    q = Question("b", "broad", "test", expect=("a.md", "b.md", "c.md"))
+    dense = ["a.md", "x.md", "y.md", "z.md", "b.md", "c.md", "w.md", "v.md", "u.md", "t.md"]
+    a = Answer(q, ["a.md", "b.md"], False, False, dense=dense)
+    summary = summarize_answers([a])
+    table = broad_table(summary, "test")
+    assert "| ragbrain (1 questions) | 66.7% | 100% | 2.00 | 0% |" in table
+    assert "| dense top 10 | 100% | 30% | 10.00 | 0% |" in table
+    assert "| dense top 4 | 33.3% | 25% | 4.00 | 0% |" in table
+    assert broad_table(summary, "fit") == ""

@@ -135,7 +135,7 @@ def eval_(
 def _eval_notes(data: Path, embedding: str | None, out_dir: Path) -> None:
     """``ragbrain eval --data NOTES_FOLDER``: the notes domain's questions, per group and split."""
     from ragbrain.evaluation.evaluate import stage_reporter
-    from ragbrain.evaluation.notes import evaluate_notes, notes_table
+    from ragbrain.evaluation.notes import broad_table, evaluate_notes, notes_table
     from ragbrain.evaluation.report import write_atomic, write_json
     from ragbrain.models.embeddings import EMBEDDING_CHOICES, embeddings_for
 
@@ -153,6 +153,7 @@ def _eval_notes(data: Path, embedding: str | None, out_dir: Path) -> None:
     text = "".join(
         f"\n{split} split ({payload['dataset']}, {payload['model']}, {payload['chunks']} "
         f"chunks):\n\n{notes_table(payload['summary'], split)}"
+        + (f"\n{broad}" if (broad := broad_table(payload["summary"], split)) else "")
         for split in ("fit", "test")
     )
     out.print(text, highlight=False)

@@ -34,6 +34,8 @@ if TYPE_CHECKING:
         split_missing,
     )
     from ragbrain.evaluation.notes import (
+        broad_scores,
+        broad_table,
         cached_store_path,
         evaluate_notes,
         identifier_questions,
@@ -50,6 +52,8 @@ _WHERE = {
     "MissingAnswer": "ragbrain.evaluation.missing",
     "RELATED": "ragbrain.evaluation.offtopic",
     "Split": "ragbrain.evaluation.beir",
+    "broad_scores": "ragbrain.evaluation.notes",
+    "broad_table": "ragbrain.evaluation.notes",
     "cached_store_path": "ragbrain.evaluation.notes",
     "corpus_store": "ragbrain.evaluation.beir",
     "data_sets": "ragbrain.evaluation.lodo",
@@ -87,6 +91,8 @@ __all__ = [
     "Fold",
     "MissingAnswer",
     "Split",
+    "broad_scores",
+    "broad_table",
     "cached_store_path",
     "corpus_store",
     "data_sets",

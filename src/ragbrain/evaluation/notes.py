@@ -7,17 +7,24 @@ A notes domain is a folder holding ``notes/`` (the notes) and ``questions.json``
 
     {"answerable": [{"q": "...", "expect": ["sub/note.md"], "split": "fit"}],
      "offtopic":   [{"q": "...", "kind": "general", "split": "test"}],
-     "missing":    [{"q": "...", "near": "sub/note.md", "split": "fit"}]}
+     "missing":    [{"q": "...", "near": "sub/note.md", "split": "fit"}],
+     "broad":      [{"q": "...", "expect": ["a.md", "b.md", "c.md"], "split": "test"}]}
 
 Paths are relative to ``notes/``. Answerable questions are answered by an ``expect`` note;
 off-topic ones (``general``, or a ``trap`` sharing a word with the notes in another sense) and
-missing ones (on the notes' topic, answered by no note) should get an empty answer.
+missing ones (on the notes' topic, answered by no note) should get an empty answer; broad ones
+("what have I written about GraphQL") are answered by several notes together, every one of
+them in ``expect``.
 
 ``evaluate_notes`` also asks questions about names the notes use, generated from them
 (``identifier_questions``: ``pg_dump``, ``what is sqlite3-rsync.c for``; group
 ``identifier``), and reports, per group and split: the expected note found (in the
 handed-over set, and first), the chunks handed over, the share of them from an expected note,
-and the share refused at the default level (``abstain="on"``) and at ``"strict"``.
+and the share refused at the default level (``abstain="on"``) and at ``"strict"``. For the
+broad group: the share of the relevant notes among the notes handed over (recall; a refused
+question counts 0), the share of the notes handed over that are relevant (over the answered
+ones), the notes handed over, and the same for a plain dense search of the same store's top 10
+and top 4 chunks (``DENSE_TOPS``), side by side.
 """
 
 from __future__ import annotations
@@ -43,7 +50,11 @@ if TYPE_CHECKING:
     from ragbrain.retriever import CorrectiveRetriever
     from ragbrain.store import Store
 
-GROUPS = ("answerable", "offtopic", "missing")
+GROUPS = ("answerable", "offtopic", "missing", "broad")
+#: The plain dense searches the broad group is compared with: top 10, and LangChain's k=4.
+DENSE_TOPS = (10, 4)
+#: Groups whose questions name the notes that answer them (``Question.expect``).
+EXPECTING = ("answerable", "broad")
 SPLITS = ("fit", "test")
 #: A name as notes write it: dotted, dashed or snake_case, camelCase, or upper case with a
 #: digit or an underscore (``pg_dump``, ``sqlite3-rsync.c``, ``addEventListener``, ``NAT_GW``).
@@ -61,10 +72,10 @@ class Question:
     """One question of a notes domain."""
 
     text: str
-    group: str  # answerable, offtopic, missing
+    group: str  # answerable, offtopic, missing, broad (and identifier, generated)
     split: str  # fit, test
     kind: str = ""  # offtopic: general or trap
-    expect: tuple[str, ...] = ()  # answerable: the notes that answer it
+    expect: tuple[str, ...] = ()  # answerable, broad: the notes that answer it
     near: str = ""  # missing: the closest note that does not answer it
 
     @property
@@ -107,7 +118,7 @@ def load_questions(folder: Path) -> list[Question]:
             if split not in SPLITS:
                 raise InvalidInputError(f"{where}: split must be one of {list(SPLITS)}.")
             expect = row.get("expect", [])
-            if group == "answerable" and (
+            if group in EXPECTING and (
                 not isinstance(expect, list)
                 or not expect
                 or not all(isinstance(e, str) for e in expect)
@@ -120,7 +131,7 @@ def load_questions(folder: Path) -> list[Question]:
                     group=group,
                     split=split,
                     kind=kind,
-                    expect=tuple(expect) if group == "answerable" else (),
+                    expect=tuple(expect) if group in EXPECTING else (),
                     near=str(row.get("near", "")),
                 )
             )
@@ -219,6 +230,8 @@ class Answer:
     depth: int = 0
     nearest: float | None = None
     support: float | None = None
+    #: Broad questions: the sources of a plain dense search's top ``max(DENSE_TOPS)`` chunks.
+    dense: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """A row of the results file."""
@@ -237,6 +250,7 @@ class Answer:
             "nearest": self.nearest,
             "support": self.support,
             "candidates": [list(c) for c in self.candidates],
+            "dense": self.dense,
         }
 
 
@@ -250,11 +264,13 @@ def ask(
     *,
     probe: CorrectiveRetriever | None = None,
     progress: Callable[[int, int], None] | None = None,
+    dense: Callable[[str, int], list[str]] | None = None,
 ) -> list[Answer]:
     """Ask each question at the default level and, when answered, at ``"strict"``; with
     ``probe`` (the same store's retriever without a hand-over rule), once more with the critic
     threshold at 0 and refusal off, to keep every judged candidate with its score (what a
-    hand-over rule is fit on)."""
+    hand-over rule is fit on); with ``dense`` (a plain dense search: question, k -> sources),
+    a broad question's dense top ``max(DENSE_TOPS)`` as well."""
     from dataclasses import replace
 
     base = retriever.context
@@ -289,6 +305,8 @@ def ask(
                 )
                 for d in judged
             ]
+        if dense is not None and question.group == "broad":
+            answer.dense = dense(question.text, max(DENSE_TOPS))
         answers.append(answer)
         if progress is not None:
             progress(n + 1, len(questions))
@@ -303,6 +321,35 @@ def _share(values: Iterable[bool]) -> float | None:
 def _mean(values: Iterable[float]) -> float | None:
     items = list(values)
     return round(sum(items) / len(items), 4) if items else None
+
+
+def broad_scores(
+    handed: Sequence[Sequence[str]], expects: Sequence[Sequence[str]]
+) -> dict[str, float | None]:
+    """Broad questions' scores: for each question the sources handed over (chunks' notes, in
+    order; empty: refused) and the notes that answer it together.
+
+    Returns:
+        ``recall``: the share of the relevant notes among the notes handed over, averaged over
+        every question (a refused one counts 0); ``precision``: the share of the notes handed
+        over that are relevant, ``notes``: how many distinct notes, both averaged over the
+        answered questions; ``refused``: the share handed nothing.
+    """
+    recall: list[float] = []
+    precision: list[float] = []
+    notes: list[float] = []
+    for sources, expect in zip(handed, expects, strict=True):
+        unique, wanted = set(sources), set(expect)
+        recall.append(len(unique & wanted) / len(wanted) if wanted else 0.0)
+        if unique:
+            precision.append(len(unique & wanted) / len(unique))
+            notes.append(float(len(unique)))
+    return {
+        "recall": _mean(recall),
+        "precision": _mean(precision),
+        "notes": _mean(notes),
+        "refused": _share(not sources for sources in handed),
+    }
 
 
 def summarize_answers(answers: Sequence[Answer]) -> dict[str, dict[str, Any]]:
@@ -338,6 +385,15 @@ def summarize_answers(answers: Sequence[Answer]) -> dict[str, dict[str, Any]]:
                         for a in handed
                     ),
                 }
+            elif label == "broad":
+                expects = [a.question.expect for a in rows]
+                entry |= broad_scores([a.sources for a in rows], expects)
+                entry["chunks"] = _mean(len(a.sources) for a in rows if a.sources)
+                if all(a.dense for a in rows):
+                    entry["dense"] = {
+                        str(k): broad_scores([a.dense[:k] for a in rows], expects)
+                        for k in DENSE_TOPS
+                    }
             elif label == "missing":
                 entry["near_returned"] = _share(a.question.near in a.sources for a in rows)
                 entry["chunks"] = _mean(len(a.sources) for a in rows if a.sources)
@@ -359,7 +415,8 @@ def evaluate_notes(
 ) -> dict[str, Any]:
     """Ingest the notes domain ``folder`` (cached), ask its questions of the shipped retriever
     (or ``retriever``), and ``identifiers`` questions about names its notes use
-    (``identifier_questions``), and summarize.
+    (``identifier_questions``), and summarize; a broad question is also asked of a plain dense
+    search of the same store (``DENSE_TOPS``) when the store is built here.
 
     Returns:
         ``{"dataset", "model", "chunks", "summary", "answers"}``.
@@ -387,8 +444,19 @@ def evaluate_notes(
 
         graph = build_graph(store, "default", lexical=LexicalSearcher(store), handover=None)
         prober = CorrectiveRetriever(graph=graph)
+    dense: Callable[[str, int], list[str]] | None = None
+    if store is not None:
+        searched = store
+
+        def dense(query: str, k: int) -> list[str]:
+            return [str(hit["metadata"].get("source", "")) for hit in searched.search(query, k)]
+
     answers = ask(
-        retriever, questions, probe=prober, progress=reporter("asking") if reporter else None
+        retriever,
+        questions,
+        probe=prober,
+        progress=reporter("asking") if reporter else None,
+        dense=dense,
     )
     return {
         "dataset": folder.resolve().name,
@@ -399,8 +467,31 @@ def evaluate_notes(
     }
 
 
+def broad_table(summary: dict[str, dict[str, Any]], split: str = "test") -> str:
+    """The broad group of one split as a Markdown table: ragbrain, then plain dense top 10 and
+    top 4 chunks of the same store (empty when the split has no broad question)."""
+    entry = summary.get(split, {}).get("broad")
+    if entry is None:
+        return ""
+    lines = [
+        "| broad questions | recall of relevant notes | relevant share of notes handed over "
+        "| notes handed over | refused |",
+        "|---|---|---|---|---|",
+    ]
+    sides = [(f"ragbrain ({entry['questions']} questions)", entry)]
+    sides += [(f"dense top {k}", scores) for k, scores in entry.get("dense", {}).items()]
+    for name, scores in sides:
+        notes = "-" if scores.get("notes") is None else f"{scores['notes']:.2f}"
+        lines.append(
+            f"| {name} | {percent(scores['recall'])} | {percent(scores['precision'])} "
+            f"| {notes} | {percent(scores['refused'])} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def notes_table(summary: dict[str, dict[str, Any]], split: str = "test") -> str:
-    """The summary of one split as a Markdown table, a row per group."""
+    """The summary of one split as a Markdown table, a row per group (the broad group's
+    scores are ``broad_table``'s)."""
     rows = summary.get(split, {})
     lines = [
         "| group | questions | found / first | chunks handed over | from an expected note "

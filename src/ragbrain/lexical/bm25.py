@@ -19,9 +19,16 @@ def idf(n_docs: int, df: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
 
 
 def score_matrix(
-    flat: IntArray, indptr: npt.NDArray[np.int64], n_terms: int
+    flat: IntArray,
+    indptr: npt.NDArray[np.int64],
+    n_terms: int,
+    overlaps: npt.NDArray[np.bool_] | None = None,
 ) -> tuple[npt.NDArray[np.float32], IntArray, npt.NDArray[np.int64]]:
     """Lucene BM25 scores of every (term, chunk) pair, term-major (CSC, as bm25s stores them).
+
+    ``overlaps`` marks the term ids that do not count toward a chunk's length (a whole
+    compound indexed beside its words, as Lucene's ``discountOverlaps`` leaves out a token at
+    the position of another): a chunk full of ``os.path.join`` is not made longer by them.
 
     Returns:
         ``data`` (scores), ``docs`` (chunk positions) and ``term_ptr``: term ``t``'s chunks are
@@ -32,6 +39,8 @@ def score_matrix(
     if n_docs == 0 or len(flat) == 0:
         return np.zeros(0, np.float32), np.zeros(0, np.int32), np.zeros(n_terms + 1, np.int64)
     doc_of = np.repeat(np.arange(n_docs, dtype=np.int64), lengths)
+    if overlaps is not None and overlaps.any():
+        lengths = np.bincount(doc_of[~overlaps[flat]], minlength=n_docs)
     pairs, tf = np.unique(flat.astype(np.int64) * n_docs + doc_of, return_counts=True)
     terms, docs = pairs // n_docs, pairs % n_docs  # sorted by term, then chunk: CSC order
     df = np.bincount(terms, minlength=n_terms)

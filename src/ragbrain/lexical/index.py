@@ -34,7 +34,7 @@ import numpy.typing as npt
 from ragbrain._util import write_bytes
 from ragbrain.errors import RagbrainError
 from ragbrain.lexical.bm25 import Bm25Scorer, IntArray, idf, score_matrix
-from ragbrain.lexical.tokens import TOKENIZER_VERSION, tokenize
+from ragbrain.lexical.tokens import TOKENIZER_VERSION, is_compound, tokenize
 from ragbrain.query.facets import Facets, time_of
 from ragbrain.query.filters import MODIFIED_KEY, Filters
 from ragbrain.query.typematch import fold
@@ -126,7 +126,9 @@ class LexicalIndex:
         )
         counts = np.bincount(self._doc_types, minlength=len(self._type_codes))
         self._type_counts = {t: int(counts[code]) for t, code in self._type_codes.items()}
-        data, docs, term_ptr = score_matrix(flat, indptr, len(vocab))
+        overlaps = np.zeros(len(vocab), dtype=bool)
+        overlaps[[i for term, i in vocab.items() if is_compound(term)]] = True
+        data, docs, term_ptr = score_matrix(flat, indptr, len(vocab), overlaps)
         self._bm25 = Bm25Scorer(data, docs, term_ptr, len(ids))
         self._document_frequency = np.diff(term_ptr)
 
@@ -298,12 +300,18 @@ class LexicalIndex:
         counting as the rarest (held by no chunk). A share of that mass is how much of the
         question a text holds (``ragbrain.lexical.support.lexical_support``,
         ``ragbrain.critic.evidence``): a stemmed near-miss of a common word weighs little,
-        a rare word of the question the notes lack the most.
+        a rare word of the question the notes lack the most. A whole compound the index never
+        saw (``skip_locked`` where the notes write ``skip_locked.md`` or nothing) weighs
+        nothing: its words stand for it.
 
         Returns:
             ``(weights, mass)``; mass 0.0 for a question without index terms.
         """
-        words = [w for w in dict.fromkeys(tokenize(query)) if w not in skip]
+        words = [
+            w
+            for w in dict.fromkeys(tokenize(query))
+            if w not in skip and (w in self.vocab or not is_compound(w))
+        ]
         known = [self.vocab[w] for w in words if w in self.vocab]
         weights = dict(zip(known, self.idf(known), strict=True)) if known else {}
         unseen = float(idf(len(self.ids), np.zeros(1, dtype=np.int64))[0])

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 Language = Literal["en", "ja", "zh", "th", "ar", "other", "none"]
 
 #: Bumped whenever tokens change, so that indexes built with older tokens are rebuilt.
-TOKENIZER_VERSION = "2"
+TOKENIZER_VERSION = "3"
 
 _THAI = "\u0e00-\u0e7f"
 # Hiragana, katakana (with the long-vowel mark and half-width forms), CJK ideographs, 々 〆.
@@ -55,6 +55,16 @@ _RUNS = re.compile(
 _SUDACHI_MAX_CHARS = 4000
 # Parts of speech that carry no content: particles, auxiliary verbs, symbols, blanks.
 _JA_DROPPED_POS = frozenset({"助詞", "助動詞", "補助記号", "記号", "空白"})
+
+#: A name written as one: letters and digits joined by ``_ . - : /`` (snake_case, dotted names,
+#: paths, flags and ``--options``, ``ERR_CONN_RESET``), indexed whole beside its words.
+_COMPOUND = re.compile(r"[A-Za-z0-9]+(?:[_.:/\-]+[A-Za-z0-9]+)+")
+#: The characters that join a compound's words: a term holding one is a whole compound.
+JOINERS = frozenset("_.:/-")
+#: Longer compounds (long paths, URLs) are indexed by their parts between slashes only.
+_COMPOUND_MAX = 40
+#: Where a compound's parts that are indexed whole as well end: slashes and dots.
+_PARTS = re.compile(r"[/.]")
 
 _local = threading.local()  # Stemmer and SudachiPy tokenizer objects are not thread-safe.
 
@@ -191,6 +201,29 @@ def normalize(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
 
 
+def is_compound(term: str) -> bool:
+    """Whether ``term`` is a whole compound (``_COMPOUND``) rather than a word."""
+    return not JOINERS.isdisjoint(term)
+
+
+def compounds(text: str) -> list[str]:
+    """The whole compounds of ``text``, case-folded, beside which its words are indexed: each
+    compound of at most ``_COMPOUND_MAX`` characters with a letter in it, and each of its parts
+    between slashes or dots that is itself a compound. So ``docs/db/skip_locked.md`` and
+    ``pg_stat_activity.query`` yield ``skip_locked`` and ``pg_stat_activity``, which a
+    question naming them matches."""
+    out: list[str] = []
+    for match in _COMPOUND.finditer(text):
+        whole = match.group().casefold()
+        pieces = [whole] if len(whole) <= _COMPOUND_MAX else []
+        for raw in (*whole.split("/"), *_PARTS.split(whole)):
+            part = raw.strip("_.:/-")
+            if part != whole and is_compound(part) and len(part) <= _COMPOUND_MAX:
+                pieces.append(part)
+        out += [p for p in dict.fromkeys(pieces) if any(c.isalpha() for c in p)]
+    return out
+
+
 def tokenize(text: str) -> list[str]:
     """The index terms of ``text``, in order; an empty list when it has none (emoji only).
 
@@ -199,12 +232,17 @@ def tokenize(text: str) -> list[str]:
 
     Returns:
         Terms: stemmed English words, Japanese normalized forms, Chinese words (simplified),
-        Thai words, stemmed Arabic words, other words.
+        Thai words, stemmed Arabic words, other words; and each name written as one
+        (``compounds``: ``skip_locked``, ``--dry-run``, ``pg_stat.c``) whole, unstemmed, beside
+        its words. A camelCase name stays one word (its words beside it cost BM25 alone 0.01
+        nDCG@10 on CoSQA).
     """
     tokens: list[str] = []
     latin: list[str] = []  # stemmed in one batch at the end: BM25 ignores term order
     stop = _english_stop_words()
-    text = normalize(text)
+    folded = unicodedata.normalize("NFKC", text)
+    whole = compounds(folded)
+    text = folded.casefold()
     japanese = _KANA.search(text) is not None
     for match in _RUNS.finditer(text):
         run = match.group()
@@ -220,6 +258,7 @@ def tokenize(text: str) -> list[str]:
             latin.append(run)
         else:  # Cyrillic, Hangul, ...: kept whole, not stemmed
             tokens.append(run)
+    tokens += whole
     return tokens + _stem(latin) if latin else tokens
 
 

@@ -81,6 +81,11 @@ def make_vector_search(store: SearchableStore, lexical: LexicalSearcher | None =
         if hybrid:
             only = fusions[0].lexical_only
             note = f"hybrid search ({scope}): {len(hits)} hits, {only} found by BM25 only"
+            if raised := fusions[0].raised:
+                note += (
+                    f" ({raised} holding every word of the query kept among the candidates "
+                    "whatever their fused score)"
+                )
             if not trust:
                 note += "; the query's language is not the model's, so BM25's order stands"
             else:
