@@ -40,7 +40,7 @@ from ragbrain.mcp_server.results import (
 )
 from ragbrain.models.embeddings import model_name_of
 from ragbrain.nodes.critic import bind_critic
-from ragbrain.paths import default_store_path
+from ragbrain.paths import default_store_path, resolved
 from ragbrain.query.filters import MODIFIED_KEY, time_label
 from ragbrain.query.inputs import AbstainLevel
 from ragbrain.render import cite
@@ -138,7 +138,7 @@ class RagbrainService:
         """
         if watch and not allowed:
             raise InvalidInputError("--watch needs at least one --allow DIR to follow.")
-        self.store_path = Path(store_path).expanduser() if store_path else default_store_path()
+        self.store_path = resolved(store_path) if store_path else default_store_path()
         self.allowed = check_roots(allowed)
         self.inbox = None if inbox is None else Inbox.inside(inbox, self.allowed)
         self._critic_choice = critic

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import hashlib
+import os
 import sqlite3
 import sys
 import threading
@@ -67,7 +68,7 @@ class Follower:
         fallback: A token of the data to use if the SQLite file cannot be read as chromadb
             1.x writes it (another version): the store's generation, read through Chroma.
         """
-        self.sqlite = sqlite
+        self.sqlite = Path(os.path.abspath(sqlite))  # a file URI needs an absolute path
         self._fallback = fallback
         self._stat: Stat | None = None
         self._data: object = None
@@ -132,7 +133,7 @@ def fresh_client(path: Path, settings: Settings | None = None) -> ClientAPI:
         systems = SharedSystemClient._identifier_to_system
         counts = SharedSystemClient._identifier_to_refcount
         kept = 0
-        for cached in [i for i in systems if Path(i).absolute() == path.absolute()]:
+        for cached in [i for i in systems if Path(i).resolve() == path.resolve()]:
             systems.pop(cached)
             kept += counts.pop(cached, 0)
         client = chromadb.PersistentClient(path=str(path), settings=settings)
