@@ -114,6 +114,7 @@ class RagbrainService:
         debounce: float = 1.0,
         inbox: str | Path | None = None,
         abstain: AbstainLevel = "on",
+        server: str | None = None,
     ) -> None:
         """Check the settings; nothing is loaded yet.
 
@@ -133,6 +134,9 @@ class RagbrainService:
             abstain: ``RetrievalContext.abstain`` for every search: "on" answers nothing
                 (``answerable`` false, with the reason) to an off-topic question, "strict"
                 also when the answer seems missing, "off" never refuses.
+            server: ``http://HOST:PORT`` of a Chroma server (a team's) instead of a store
+                folder; its token, tenant and database come from the environment
+                (``ServerAccess.from_env``), as for every command.
 
         Raises:
             InvalidInputError: An allowed folder does not exist, ``watch`` without any, or
@@ -140,7 +144,16 @@ class RagbrainService:
         """
         if watch and not allowed:
             raise InvalidInputError("--watch needs at least one --allow DIR to follow.")
-        self.store_path = resolved(store_path) if store_path else default_store_path()
+        if server is not None and store_path is not None:
+            raise InvalidInputError(
+                f"Only one of a store folder or a server is allowed, but got both: path "
+                f"{store_path!s} and server {server!r} (check --store, --server and "
+                "$RAGBRAIN_SERVER)."
+            )
+        self.server = server
+        self.store_path = (
+            None if server else resolved(store_path) if store_path else default_store_path()
+        )
         self.allowed = check_roots(allowed)
         self.inbox = None if inbox is None else Inbox.inside(inbox, self.allowed)
         self._critic_choice = critic
@@ -200,7 +213,9 @@ class RagbrainService:
                 on_critic_error="disable",
                 check_model=False,
             )
-            built = open_store(self.store_path, options, create=bool(self.allowed))
+            built = open_store(
+                self.store_path, options, server=self.server, create=bool(self.allowed)
+            )
             store, lexical, critic = built.store, built.lexical, built.critic
             assert lexical is not None  # a store folder always has its lexical index
             retriever = CorrectiveRetriever(
