@@ -29,6 +29,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ragbrain.store.serial import serialize
+
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
     from chromadb.config import Settings
@@ -123,7 +125,8 @@ def fresh_client(path: Path, settings: Settings | None = None) -> ClientAPI:
     for the path is set aside first (not stopped: clients and collections opened from it go
     on working, on what they loaded, until dropped), so this client loads its segments from
     disk. Later clients on the path share the new system; the old one's references stay
-    counted, so closing an old client never stops the new system."""
+    counted, so closing an old client never stops the new system. Its every call to
+    Chroma holds the folder's index lock (``ragbrain.store.serial``)."""
     import chromadb
     from chromadb.api.shared_system_client import SharedSystemClient
     from chromadb.config import Settings
@@ -137,6 +140,7 @@ def fresh_client(path: Path, settings: Settings | None = None) -> ClientAPI:
             systems.pop(cached)
             kept += counts.pop(cached, 0)
         client = chromadb.PersistentClient(path=str(path), settings=settings)
+        serialize(getattr(client, "_server", None), path)  # one call at a time (``serial``)
         found = getattr(client, "_identifier", None)
         if kept and isinstance(found, str):
             identifier = found
