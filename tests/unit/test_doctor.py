@@ -160,11 +160,10 @@ def test_doctor_exits_0_on_advice_and_1_on_a_fault(
 ) -> None:
     """Advice (a file of links, notes the model reads badly) is not a fault: a health check
     that runs doctor passes; a fault fails it. No message is cut short."""
-    import ragbrain.doctor
     from typer.testing import CliRunner
 
+    import ragbrain.doctor
     from ragbrain.cli import app
-
     from ragbrain.doctor.chunks import check_languages
 
     model = check_languages({"a": {"_language": "en", "root": "/n"}}, "--store s", "minilm")
