@@ -63,18 +63,26 @@ def reach(store: Path) -> dict[str, object]:
     return found
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+def make_store(tmp_path: Path, notes_count: int = NOTES, threshold: int = 20) -> tuple[Path, Path]:
+    """A notes folder of ``notes_count`` notes and its store, whose HNSW files are written
+    every ``threshold`` records."""
     notes, folder = tmp_path / "notes", tmp_path / "store"
-    write_notes(notes, NOTES)
+    write_notes(notes, notes_count)
     opened = Store.open(folder, RandomEmbeddings(), create=True)
     ingest(notes, opened)
-    opened.collection.modify(configuration={"hnsw": {"sync_threshold": 20, "batch_size": 20}})
-    yield notes, folder
+    hnsw = {"sync_threshold": threshold, "batch_size": min(threshold, 100)}
+    opened.collection.modify(configuration={"hnsw": hnsw})
+    return notes, folder
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    yield make_store(tmp_path)
 
 
 def ingest_while_searching(notes: Path, folder: Path, rounds: int) -> None:
     """``rounds`` ingests by one process while another searches; the index whole after each."""
+    count = len(list(notes.glob("*.md")))
     writer, searcher = worker("write", str(folder), str(notes)), worker("search", str(folder))
     try:
         for round_ in range(1, rounds + 1):
@@ -84,7 +92,7 @@ def ingest_while_searching(notes: Path, folder: Path, rounds: int) -> None:
             assert written.startswith("done") and f"{EDITS * 3} chunks added" in written
             assert " errors 0 " in searched, (round_, searched)
             found = reach(folder)
-            assert found["chunks"] == NOTES * 3, (round_, found)
+            assert found["chunks"] == count * 3, (round_, found)
             assert found["missing"] == [] and found["unreachable"] == [], (round_, found)
     finally:
         for process in (writer, searcher):

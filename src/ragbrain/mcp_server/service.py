@@ -474,8 +474,8 @@ class RagbrainService:
         )
 
     def _index_now(self, loaded: Loaded, path: Path) -> int | None:
-        """Ingest the inbox note ``path`` if no writer holds the store (this process's or
-        another's); its chunks written, or None when it has to wait."""
+        """Ingest the inbox note (or the inbox folder) ``path`` if no writer holds the store
+        (this process's or another's); the chunks written, or None when it has to wait."""
         from ragbrain.errors import StoreLockedError
         from ragbrain.ingest import ingest
 
@@ -514,7 +514,8 @@ class RagbrainService:
             return list(self._queued)
 
     def _drain(self) -> None:
-        """Index the queued notes once no writer holds the store; until the queue is empty."""
+        """Index the queued notes once no writer holds the store (one ingest of the inbox
+        folder for all of them); until the queue is empty."""
         loaded = self.load()
         while True:
             with self._queue_lock:
@@ -523,13 +524,12 @@ class RagbrainService:
                 if not pending:
                     self._drainer = None
                     return
-            try:
-                for path in pending:
-                    if self._index_now(loaded, path) is None:
-                        break
+            assert self.inbox is not None
+            try:  # one ingest of the inbox folder indexes every queued note at once
+                if self._index_now(loaded, self.inbox.folder) is not None:
                     with self._queue_lock:
-                        self._queued.remove(path)
-                    log.info("remember indexed the queued note %s.", path)
+                        self._queued = [p for p in self._queued if p not in pending]
+                    log.info("remember indexed %d queued note(s).", len(pending))
             except Exception as exc:  # the store gone, a server down: try again later
                 log.warning("remember could not index the queued notes yet: %s", exc)
                 time.sleep(_RETRY_S)
