@@ -202,6 +202,7 @@ class OffTopicCut:
 
 
 _NOT_ASCII_LETTERS = re.compile(r"[^A-Za-z]+")
+_ASCII_LETTER = re.compile(r"[A-Za-z]")
 _NOT_ASCII = re.compile(r"[^\x00-\x7f]")
 
 
@@ -225,12 +226,21 @@ def script_of(text: str) -> str:
     (ASCII letters are Latin without a name lookup, the rest cached by letter: ingest learns
     the off-topic cut over every chunk after each change.)"""
     counts: Counter[str] = Counter()
+    first: dict[str, int] = {}  # a tie goes to the script met first, as in reading order
     if latin := len(_NOT_ASCII_LETTERS.sub("", text)):
         counts["latin"] = latin
-    for char in _NOT_ASCII.findall(text):
-        if char.isalpha():
-            counts[_letter_script(char)] += 1
-    return counts.most_common(1)[0][0] if counts else "none"
+        first["latin"] = _ASCII_LETTER.search(text).start()  # type: ignore[union-attr]
+    for found in _NOT_ASCII.finditer(text):
+        if found[0].isalpha():
+            script = _letter_script(found[0])
+            counts[script] += 1
+            first.setdefault(script, found.start())
+            if script == "latin":
+                first["latin"] = min(first["latin"], found.start())
+    if not counts:
+        return "none"
+    most = max(counts.values())
+    return min((s for s, n in counts.items() if n == most), key=first.__getitem__)
 
 
 def script_shares(texts: Iterable[str]) -> dict[str, float]:
