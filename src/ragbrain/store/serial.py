@@ -26,6 +26,7 @@ import contextlib
 import functools
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -57,8 +58,6 @@ _held = threading.local()
 def one_call_at_a_time(folder: Path) -> Iterator[None]:
     """Hold ``folder``'s index lock (re-entrant within a thread). A folder that is gone is
     not locked: the call then fails as Chroma says."""
-    import fcntl
-
     held: dict[Path, int] = _held.__dict__.setdefault("folders", {})
     if held.get(folder):
         held[folder] += 1
@@ -73,7 +72,7 @@ def one_call_at_a_time(folder: Path) -> Iterator[None]:
         yield
         return
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        _take(fd, folder)
         held[folder] = 1
         try:
             yield
@@ -81,6 +80,40 @@ def one_call_at_a_time(folder: Path) -> Iterator[None]:
             held[folder] = 0
     finally:
         os.close(fd)  # lets go of the lock
+
+
+def _take(fd: int, folder: Path) -> None:
+    """Take the lock on ``fd``, waiting (polling, 1 to 20 ms apart) at most as long as a
+    writer waits for the writers' lock (``repair.lock_wait``): a process frozen inside a
+    call (stopped, swapping) makes the others fail with a clear error, not hang.
+
+    Raises:
+        StoreLockedError: The lock stayed held for the whole wait.
+    """
+    import fcntl
+
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return
+    except BlockingIOError:
+        pass
+    from ragbrain.errors import StoreLockedError
+    from ragbrain.store.repair import lock_wait
+
+    wait = lock_wait()
+    end, pause = time.monotonic() + wait, 0.001
+    while True:
+        time.sleep(pause)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= end:
+                raise StoreLockedError(
+                    f"Another process has held {folder / INDEX_LOCK} for {wait:g} s, in one "
+                    "Chroma call: is it stopped or stuck? Its next call, or its end, frees it."
+                ) from None
+            pause = min(pause * 2, 0.02)
 
 
 def serialize(server: object, folder: Path) -> None:
