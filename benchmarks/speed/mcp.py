@@ -49,6 +49,9 @@ client. One subcommand each:
     python -m benchmarks.speed mcp tools [--calls 100] [--remembers 10]
     python -m benchmarks.speed mcp http [--clients 20] [--searches 20]
     python -m benchmarks.speed mcp first-search [--runs 5] [--store DIR]
+    python -m benchmarks.speed mcp during-ingest [--rounds 5] [--edits 10] [--every 0.3]
+
+- ``during-ingest``: `remember` while another process ingests (see ``during_ingest``).
 """
 
 from __future__ import annotations
@@ -79,6 +82,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from benchmarks.common import QUERIES, WORDS, save, say, stats
 from ragbrain import CorrectiveRetriever, Store
+from ragbrain.errors import StoreLockedError
 from ragbrain.ingest import ingest
 from ragbrain.mcp_server import RagbrainService
 from ragbrain.models.embeddings import default_embeddings
@@ -679,6 +683,91 @@ async def first_search_run(params: StdioServerParameters) -> tuple[float, float]
     return ready - spawned, answered - ready
 
 
+# --- during-ingest: remember while another process ingests --------------------------------------
+
+DURING_NOTES = 300  # ~10 chunks each: a store of ~3,000 chunks
+
+
+def _ingest_loop(args: argparse.Namespace) -> None:
+    """(Run by ``during-ingest`` as another process.) Rewrite ``--edits`` notes and ingest
+    the folder, ``--rounds`` times, with the real model loaded once; one line per ingest."""
+    store = Store.open(args.store, default_embeddings())
+    rng = random.Random(1)
+    notes = sorted(args.notes.rglob("note-*.md"))
+    for round_ in range(args.rounds):
+        for path in rng.sample(notes, args.edits):
+            path.write_text(_note(rng, 10_000 + round_), encoding="utf-8")
+        started = time.perf_counter()
+        report = ingest(args.notes, store)
+        print(f"ingest {round_ + 1}: {time.perf_counter() - started:.1f} s, {report.summary()}")
+        sys.stdout.flush()
+
+
+def during_ingest(args: argparse.Namespace) -> None:
+    """`remember` (the tool's service, real model) every ``--every`` s while another process
+    runs ingests that rewrite notes on a ~3,000-chunk store: how long each call took to
+    answer, how many were queued, how long the queue took to empty once the ingests ended,
+    and whether every note is then found first by its title, in one file."""
+    base = cache_root() / "bench" / "mcp-during-ingest"
+    pristine, notes, store = base / "pristine", base / "notes", base / "store"
+    if not (base / f"complete-{DURING_NOTES}").is_file():
+        shutil.rmtree(base, ignore_errors=True)
+        rng = random.Random(0)
+        for n in range(DURING_NOTES):
+            path = pristine / f"team{n % 10}" / f"note-{n:04d}.md"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(_note(rng, n), encoding="utf-8")
+        (base / f"complete-{DURING_NOTES}").write_text("ok")
+    # Every run starts from the same notes: the last run's edits and notes undone.
+    shutil.rmtree(notes, ignore_errors=True)
+    shutil.copytree(pristine, notes)
+    (notes / "inbox").mkdir()
+    say("bringing the store in step with the notes (the real model; all of it the first time)")
+    say("  " + ingest(notes, Store.open(store, default_embeddings(), create=True)).summary())
+    service = RagbrainService(store, allowed=[notes], inbox=notes / "inbox", critic=None)
+    service.search("warm up the model", None, None)
+    chunks = service.stats().chunks
+    command = [sys.executable, "-m", "benchmarks.speed", "mcp", "_ingest-loop", str(store)]
+    command += [str(notes), "--rounds", str(args.rounds), "--edits", str(args.edits)]
+    loop = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    answered: list[float] = []
+    titles: dict[str, str] = {}
+    queued = failed = n = 0
+    while loop.poll() is None:
+        n += 1
+        title = f"During ingest {n}: the {WORDS[n % len(WORDS)]} {WORDS[3 * n % len(WORDS)]} lesson"
+        started = time.perf_counter()
+        try:
+            written = service.remember(
+                title, f"Learned while ingesting: {title.lower()}.", "lesson"
+            )
+        except StoreLockedError:  # a version that waits for the lock, then gives up
+            failed += 1
+        else:
+            queued += bool(getattr(written, "queued", False))
+            titles[title] = written.source
+        answered.append(time.perf_counter() - started)
+        time.sleep(args.every)
+    ended = time.perf_counter()
+    while getattr(service, "queued", list)():
+        time.sleep(0.05)
+    drained = time.perf_counter() - ended
+    say((loop.stdout.read() if loop.stdout else "").strip())
+    found = 0
+    for title, source in titles.items():
+        hits = service.search(title, None, None).chunks
+        found += bool(hits) and hits[0].source == source
+    files = len(list((notes / "inbox").iterdir()))
+    remember = stats(answered)
+    print(
+        f"{chunks} chunks; {len(answered)} remembers during {args.rounds} ingests: median "
+        f"{remember['p50_ms']:.0f} ms, p95 {remember['p95_ms']:.0f} ms, max "
+        f"{1000 * max(answered):.0f} ms; {queued} queued, {failed} failed; queue empty "
+        f"{drained:.1f} s after the last ingest; found first {found}/{len(titles)}; "
+        f"{files} inbox files"
+    )
+
+
 def first_search(args: argparse.Namespace) -> None:
     """Both sides in turn (``ragbrain mcp`` as shipped, and ``late``), each run a fresh
     process; print each run with the load average, then the medians."""
@@ -723,6 +812,17 @@ def main() -> None:
     four.add_argument("--runs", type=int, default=5)
     four.add_argument("--store", type=Path, default=None, help="Default: the sample notes.")
     four.set_defaults(run=first_search)
+    five = commands.add_parser("during-ingest", help="remember while another process ingests")
+    five.add_argument("--rounds", type=int, default=5, help="Ingests of the other process.")
+    five.add_argument("--edits", type=int, default=10, help="Notes rewritten before each.")
+    five.add_argument("--every", type=float, default=0.3, help="Seconds between remembers.")
+    five.set_defaults(run=during_ingest)
+    loop = commands.add_parser("_ingest-loop")  # the other process of during-ingest
+    loop.add_argument("store", type=Path)
+    loop.add_argument("notes", type=Path)
+    loop.add_argument("--rounds", type=int, default=5)
+    loop.add_argument("--edits", type=int, default=10)
+    loop.set_defaults(run=_ingest_loop)
     args = parser.parse_args()
     args.run(args)
 

@@ -108,13 +108,27 @@ def _missing(module: str, feature: str, extra: str | None, fix: str | None) -> M
 UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
+# Terminal escape sequences whole (a colour, a cursor move, a window title, a link), so none
+# leaves its tail behind ("[31m") once its escape character is gone: CSI, OSC (ended by BEL
+# or ST), and the other two-character escapes.
+ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
+
+
+def printable(text: str) -> str:
+    """``text`` without terminal escape sequences and control characters (tab and newline
+    stay): a note's text shown in a terminal cannot recolour it, move its cursor or retitle
+    its window."""
+    return UNSAFE.sub("", ANSI.sub("", text))
+
+
 def clean_text(text: str, limit: int) -> tuple[str, bool]:
-    """Strip control characters (tab and newline stay) and cap the length.
+    """Strip escape sequences and control characters (tab and newline stay) and cap the
+    length.
 
     Returns:
         The cleaned text and whether it was cut.
     """
-    cleaned = UNSAFE.sub("", text)
+    cleaned = printable(text)
     return cleaned[:limit], len(cleaned) > limit
 
 

@@ -55,6 +55,11 @@ class StoreUnavailableError(RagbrainError, RuntimeError):
 class StoreLockedError(StoreUnavailableError):
     """Another process is writing to the same embedded store."""
 
+    def __init__(self, message: str, holder: str = "") -> None:
+        super().__init__(message)
+        #: What the lock file says of the writer holding it (pid, host, command), if anything.
+        self.holder = holder
+
 
 class CriticLoadError(RagbrainError, RuntimeError):
     """A critic folder is missing, incomplete, corrupt or not safetensors."""

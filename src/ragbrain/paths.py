@@ -20,12 +20,21 @@ DATABASE_ENV = "RAGBRAIN_DATABASE"
 BACKEND_ENV = "RAGBRAIN_BACKEND"
 
 
+def resolved(path: str | os.PathLike[str]) -> Path:
+    """``path`` as one absolute path: ``~`` expanded, a relative path taken from the current
+    folder, links followed (as far as it exists). Every entry point resolves the store and
+    notes paths it is given this way, once: Chroma, SQLite URIs and other processes then all
+    see the same folder, whatever the current folder is later."""
+    return Path(path).expanduser().resolve()
+
+
 def default_store_path() -> Path:
-    """``$RAGBRAIN_STORE``, else ``$XDG_DATA_HOME/ragbrain/store`` (``~/.local/share/...``)."""
+    """``$RAGBRAIN_STORE``, else ``$XDG_DATA_HOME/ragbrain/store`` (``~/.local/share/...``),
+    resolved (``resolved``)."""
     if env := os.environ.get(STORE_ENV):
-        return Path(env).expanduser()
+        return resolved(env)
     data_home = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
-    return Path(data_home) / "ragbrain" / "store"
+    return resolved(Path(data_home) / "ragbrain" / "store")
 
 
 def cache_root() -> Path:

@@ -7,6 +7,7 @@ from typing import Any
 
 from rich.console import Console
 
+from ragbrain._util import printable
 from ragbrain.query.filters import MODIFIED_KEY, time_label
 from ragbrain.state import RETRIEVAL_KEY, RetrievalOutput
 
@@ -75,10 +76,12 @@ def print_json(query: str, output: RetrievalOutput, console: Console) -> None:
 
 
 def print_run(query: str, output: RetrievalOutput, console: Console, *, width: int = 70) -> None:
-    """The run's decisions in one line, then a table of the chunks, then why."""
+    """The run's decisions in one line, then a table of the chunks, then why. What comes
+    from notes (texts, sources, types, notes) is shown without escape sequences or control
+    characters (``printable``); ``print_json`` escapes them instead."""
     run = run_to_dict(query, output)
     best = run["best_distance"]
-    console.print(f"query: {query}", markup=False, highlight=False, soft_wrap=True)
+    console.print(f"query: {printable(query)}", markup=False, highlight=False, soft_wrap=True)
     console.print(
         f"  depth {run['depth']} (complexity {run['complexity']}) | verdict {run['verdict']} "
         f"(best distance {'-' if best is None else f'{best:.3f}'}, gate {run['gate']:.3f}) | "
@@ -89,7 +92,7 @@ def print_run(query: str, output: RetrievalOutput, console: Console, *, width: i
     )
     if not run["answerable"]:
         console.print(
-            f"  not answerable: {run['abstain_reason']}",
+            f"  not answerable: {printable(str(run['abstain_reason']))}",
             style="yellow",
             markup=False,
             highlight=False,
@@ -99,13 +102,13 @@ def print_run(query: str, output: RetrievalOutput, console: Console, *, width: i
         console.print("  no chunks returned", style="yellow", markup=False)
     for rank, doc in enumerate(run["documents"], start=1):
         score = doc["critic_score"]
-        text = " ".join(doc["text"].split())
+        text = " ".join(printable(doc["text"]).split())
         part = f"  (for {doc['part']!r})" if doc["part"] is not None else ""
         console.print(
             f"  {rank:>2}. distance {doc['distance']:.3f}  critic "
-            f"{'-' if score is None else f'{score:.2f}'}  [{doc['type']}] "
-            f"{doc['cite']} #{doc['chunk']}{'  (fallback)' if doc['from_fallback'] else ''}"
-            f"{part}",
+            f"{'-' if score is None else f'{score:.2f}'}  [{printable(str(doc['type']))}] "
+            f"{printable(doc['cite'])} #{doc['chunk']}"
+            f"{'  (fallback)' if doc['from_fallback'] else ''}{printable(part)}",
             markup=False,
             highlight=False,
             soft_wrap=True,
@@ -113,4 +116,6 @@ def print_run(query: str, output: RetrievalOutput, console: Console, *, width: i
         snippet = f"      {text[:width]}{'...' if len(text) > width else ''}"
         console.print(snippet, style="dim", markup=False, highlight=False, soft_wrap=True)
     for note in run["notes"]:
-        console.print(f"  - {note}", style="dim", markup=False, highlight=False, soft_wrap=True)
+        console.print(
+            f"  - {printable(note)}", style="dim", markup=False, highlight=False, soft_wrap=True
+        )

@@ -25,21 +25,26 @@ RAGBRAIN = Path(sys.executable).parent / "ragbrain"
 TIMEOUT = 300
 
 
-def ragbrain(*args: str) -> subprocess.CompletedProcess[str]:
-    """A terminal command (this checkout's code), its output captured."""
+def ragbrain(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    """A terminal command (this checkout's code) run in ``cwd``, its output captured."""
     return subprocess.run(
         [str(RAGBRAIN), *args],
         check=False,
         capture_output=True,
         text=True,
         timeout=TIMEOUT,
-        cwd=REPO,
+        cwd=cwd,
         env=dict(os.environ),
     )
 
 
-def server(stack: ExitStack, store: Path, notes: Path, log: Path) -> McpClient:
-    """A resident `ragbrain mcp` over stdio, as an agent window starts it."""
+def server(
+    stack: ExitStack, store: Path, notes: Path, log: Path, cwd: Path | None = None
+) -> McpClient:
+    """A resident `ragbrain mcp` over stdio, as an agent window starts it; with ``cwd``, run
+    there and given the store and notes relative to it."""
+    where = cwd or REPO
+    store, notes = (store.relative_to(cwd), notes.relative_to(cwd)) if cwd else (store, notes)
     params = StdioServerParameters(
         command=str(RAGBRAIN),
         args=[
@@ -53,7 +58,7 @@ def server(stack: ExitStack, store: Path, notes: Path, log: Path) -> McpClient:
             "--abstain",
             "off",
         ],
-        cwd=str(REPO),
+        cwd=str(where),
         env=dict(os.environ),  # PYTHONPATH too: the server runs this checkout's code
     )
     errlog = stack.enter_context(log.open("w"))

@@ -235,3 +235,70 @@ def test_front_matter_is_yaml_even_for_odd_titles(folders: dict[str, Path]) -> N
     path = inbox.write("key: 'v' # not: a comment ---", "x", "lesson")
     meta = yaml.safe_load(path.read_text().split("---\n")[1])
     assert meta["title"] == "key: 'v' # not: a comment ---"
+
+
+def test_a_retried_note_is_found_not_written_twice(
+    service: RagbrainService, folders: dict[str, Path]
+) -> None:
+    first = service.remember("Deploy freeze", "Friday: no deploys.", "decision")
+    count = service.stats().chunks
+    again = service.remember("Deploy freeze", "Friday: no deploys.\n", "decision")
+
+    assert (again.source, again.already, first.already) == (first.source, True, False)
+    assert [p.name for p in folders["inbox"].iterdir()] == ["deploy-freeze.md"]
+    assert service.stats().chunks == count
+
+
+def test_remember_under_a_held_lock_is_queued_then_indexed_once(
+    service: RagbrainService, folders: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another writer holds the store: the note is saved and queued at once (no lock error,
+    no orphan), a retry finds it, and it is indexed once the lock frees."""
+    import time
+
+    from ragbrain.store.repair import writer_lock
+
+    monkeypatch.setenv("RAGBRAIN_LOCK_WAIT", "1")
+    title, text = "Rotate the signing key", "Every 90 days, from the vault runbook."
+    with writer_lock(folders["tmp"] / "store"):
+        queued = service.remember(title, text, "howto")
+        retried = service.remember(title, text, "howto")
+        assert queued.queued and retried.queued and retried.already
+        assert queued.chunks == 0 and "queued" in queued.status
+        assert retried.source == queued.source == "inbox/rotate-the-signing-key.md"
+        assert service.queued() == [folders["root"] / queued.source]
+    deadline = time.monotonic() + 60
+    while service.queued() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert service.queued() == []
+    assert service.search(title, None, 3).chunks[0].source == queued.source
+    assert [p.name for p in folders["inbox"].iterdir()] == ["rotate-the-signing-key.md"]
+    assert len(service.load().store.chunks_of(queued.source)) == 1
+
+
+def test_a_store_that_is_gone_is_said_and_nothing_is_written(
+    service: RagbrainService, folders: dict[str, Path]
+) -> None:
+    import shutil
+
+    from ragbrain.errors import StoreNotFoundError
+
+    shutil.rmtree(folders["tmp"] / "store")
+    with pytest.raises(StoreNotFoundError, match="is gone"):
+        service.remember("Lost note", "Written while the store was away.", "lesson")
+    assert list(folders["inbox"].iterdir()) == []
+
+
+def test_a_failed_ingest_takes_the_note_back(
+    service: RagbrainService, folders: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ragbrain.ingest
+
+    def broken(*_: object, **__: object) -> None:
+        raise RuntimeError("the disk is full")
+
+    service.load()
+    monkeypatch.setattr(ragbrain.ingest, "ingest", broken)
+    with pytest.raises(RuntimeError, match="disk is full"):
+        service.remember("Half note", "Never indexed.", "lesson")
+    assert list(folders["inbox"].iterdir()) == []

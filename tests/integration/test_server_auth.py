@@ -132,3 +132,39 @@ def test_the_cli_takes_a_token_file_and_exits_2_on_a_wrong_one(
             "--server-token-file", str(tmp_path / "none"), "types", "--server", proxy.url
         )
         assert unreadable.returncode == 2 and "cannot be read" in unreadable.stderr
+
+
+def test_the_mcp_tools_use_a_token_server_from_the_environment(
+    server: ChromaServer, notes_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragbrain.mcp_server import RagbrainService
+
+    monkeypatch.setenv("RAGBRAIN_SERVER_TOKEN", TOKEN)
+    monkeypatch.setenv("RAGBRAIN_DATABASE", "notes")
+    monkeypatch.setenv("RAGBRAIN_TENANT", "team")
+    (notes_dir / "inbox").mkdir()
+    with TokenProxy(server.url, TOKEN) as proxy:
+        service = RagbrainService(
+            server=proxy.url,
+            allowed=[notes_dir],
+            inbox=notes_dir / "inbox",
+            critic=None,
+            embeddings=BagOfWordsEmbeddings(),
+        )
+        assert service.ingest(str(notes_dir), None).added > 0
+        written = service.remember("Team lesson", "The zorblax cache needs a ttl.", "lesson")
+        found = service.search("zorblax cache ttl", None, 3)
+        assert found.chunks[0].source == written.source == "inbox/team-lesson.md"
+        assert service.stats().store.startswith(proxy.url)
+        assert proxy.seen["passed"] > 0 and proxy.seen["refused"] == 0
+
+
+def test_mcp_takes_a_server_or_a_store_not_both(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from ragbrain.cli import app
+
+    both = CliRunner().invoke(
+        app, ["mcp", "--store", str(tmp_path / "s"), "--server", "http://127.0.0.1:9"]
+    )
+    assert both.exit_code == 2 and "Only one of a store folder or a server" in both.stderr

@@ -153,3 +153,30 @@ def test_files_stored_twice_are_named_as_duplicates_not_blamed_on_the_model(
     ]
     assert store.count() == 8
     assert not problems(diagnose(store.location, embeddings=BatchJitter()))
+
+
+def test_doctor_exits_0_on_advice_and_1_on_a_fault(
+    fake_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Advice (a file of links, notes the model reads badly) is not a fault: a health check
+    that runs doctor passes; a fault fails it. No message is cut short."""
+    from typer.testing import CliRunner
+
+    import ragbrain.doctor
+    from ragbrain.cli import app
+    from ragbrain.doctor.chunks import check_languages
+
+    model = check_languages({"a": {"_language": "en", "root": "/n"}}, "--store s", "minilm")
+    assert model.ok and model.message.endswith("the notes are mostly English")
+    advice = Finding("link lists", False, "README.md is mostly links", "ignore it", advice=True)
+    fault = Finding("space", False, "the collection uses 'l2'", "convert it")
+    for findings, code in (([model, advice], 0), ([model, advice, fault], 1)):
+        monkeypatch.setattr(ragbrain.doctor, "diagnose", lambda *_, f=findings, **__: f)
+        result = CliRunner().invoke(app, ["doctor", "--store", fake_store.location])
+        assert result.exit_code == code, result.output
+        assert "advice  link lists: README.md is mostly links" in result.stdout
+        assert result.stdout.strip().splitlines()[-1] == (
+            f"{code} problem(s), 1 piece(s) of advice"
+            if code
+            else "no problems found, 1 piece(s) of advice"
+        )

@@ -122,12 +122,11 @@ def test_long_note_is_split(
     ("name", "content", "reason"),
     [
         ("binary.md", b"\x89PNG\r\n\x1a\n\x00\x00\x00", "binary"),
-        ("latin1.md", "caf\xe9 au lait".encode("latin-1"), "not UTF-8"),
         ("empty.md", b"---\ntitle: x\n---\n\n", "empty"),
         ("bad-yaml.md", b"---\ntitle: [unclosed\n---\nbody", "front matter"),
         ("huge.txt", b"x" * 3000, "too large"),
     ],
-    ids=["binary", "undecodable", "empty", "bad-front-matter", "too-large"],
+    ids=["binary", "empty", "bad-front-matter", "too-large"],
 )
 def test_bad_files_are_skipped_with_a_reason(
     tmp_path: Path,
@@ -199,3 +198,36 @@ def test_a_10000_chunk_file_is_skipped_by_size_by_default(tmp_path: Path, fake_e
         f"too large ({(root / 'huge.md').stat().st_size:,} bytes > 2,000,000)"
     ]
     assert store.count() == 0
+
+
+FRENCH = "# Réunion du café\n\nLe comité a décidé: déploiement vendredi. Coût: 5 €.\n"
+RUSSIAN = "# Привет\n\nЭто заметка о базе данных и резервном копировании.\n"
+
+
+@pytest.mark.parametrize("detector", [True, False], ids=["charset-normalizer", "core"])
+def test_legacy_encodings_are_decoded_not_skipped(
+    tmp_path: Path, fake_embeddings, monkeypatch: pytest.MonkeyPatch, detector: bool
+) -> None:  # type: ignore[no-untyped-def]
+    import sys
+
+    from ragbrain.ingest.files import decode_text
+
+    if not detector:  # as without ragbrain[formats]
+        monkeypatch.setitem(sys.modules, "charset_normalizer", None)
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "cp1252.md").write_bytes(FRENCH.encode("cp1252"))
+    (root / "latin1.md").write_bytes("# Übergabe\n\nJörg prüft die Größe.\n".encode("latin-1"))
+    (root / "utf16.md").write_bytes(FRENCH.replace("café", "thé").encode("utf-16"))
+    store = Store.open(tmp_path / "s", fake_embeddings, create=True)
+    report = ingest(root, store)
+    assert report.skipped == [] and report.files == 3
+    texts = store.collection.get(include=["documents"])["documents"]
+    assert any("Le comité a décidé" in t and "5 €" in t for t in texts)
+    assert any("Jörg prüft die Größe" in t for t in texts)
+    assert any("Réunion du thé" in t for t in texts)
+    if detector:
+        assert decode_text(RUSSIAN.encode("cp1251"))[0] == RUSSIAN
+    else:  # a cp1252 reading of Cyrillic would be nonsense: said, not guessed
+        with pytest.raises(ValueError, match="nor a Western single-byte encoding"):
+            decode_text(RUSSIAN.encode("cp1251"))

@@ -105,7 +105,7 @@ def test_a_link_list_is_warned_about_once_with_its_ignore_line(
     notes = {**NOTES, "bad.md": "caf\udcff".encode("utf-8", "surrogateescape").decode("latin-1")}
     links = "\n".join(f"- [{Path(p).stem}]({p})" for p in NOTES for _ in range(4))
     root = write_notes({**notes, "README.md": f"# Index\n\n{links}\n"})
-    (root / "bad.md").write_bytes(b"caf\xe9")
+    (root / "bad.md").write_bytes(b"---\ntitle: [unclosed\n---\nbody")
     args = ["ingest", str(root), "--store", str(tmp_path / "store")]
 
     first = runner.invoke(app, args)

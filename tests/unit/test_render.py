@@ -60,3 +60,25 @@ def test_a_chunk_kept_for_a_part_says_which() -> None:
     assert [d["part"] for d in run_to_dict("q", run)["documents"]] == ["uv", None]  # type: ignore[arg-type]
     lines = [line for line in printed(run).splitlines() if "distance 0.400" in line]  # type: ignore[arg-type]
     assert ["(for 'uv')" in line for line in lines] == [True, False]
+
+
+def test_escape_sequences_in_notes_never_reach_the_terminal() -> None:
+    from langchain_core.documents import Document
+
+    from ragbrain.state import RETRIEVAL_KEY
+
+    text = (
+        "\x1b[31mred alert\x1b[0m \x1b]0;owned\x07kept "
+        "\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\ \x07bell"
+    )
+    trace = {"distance": 0.1, "critic_score": None, "from_fallback": False}
+    doc = Document(
+        page_content=text,
+        metadata={"source": "\x1b[2Jbug.md", "type": "bug", "chunk": 0, RETRIEVAL_KEY: trace},
+    )
+    run = output(True, None)
+    run["documents"] = [doc]
+    run["verdict"] = "good"
+    shown = printed(run)
+    assert "\x1b" not in shown and "\x07" not in shown
+    assert "red alert kept link bell" in shown and "bug.md" in shown and "[31m" not in shown

@@ -235,6 +235,37 @@ def test_a_writer_waiting_for_the_lock_gets_it_when_the_holder_lets_go(
     assert store.all_ids() == ["a"]  # the first store follows the other's write
 
 
+def test_a_waiting_writer_says_once_that_it_waits_and_for_whom(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "s").mkdir()
+    with (
+        writer_lock(tmp_path / "s"),
+        caplog.at_level("WARNING", "ragbrain.store.repair"),
+        pytest.raises(StoreLockedError) as locked,
+        writer_lock(tmp_path / "s", 0.3),
+    ):
+        pass
+    said = [r.getMessage() for r in caplog.records if "Waiting" in r.getMessage()]
+    assert len(said) == 1 and f"pid {os.getpid()} on {socket.gethostname()}" in said[0]
+    assert "up to 0.3 s" in said[0] and locked.value.holder.startswith(f"pid {os.getpid()}")
+    caplog.clear()
+    with (
+        writer_lock(tmp_path / "s"),
+        pytest.raises(StoreLockedError),
+        writer_lock(tmp_path / "s", 0),
+    ):
+        pass
+    assert not caplog.records  # trying once is not waiting
+
+
+def test_a_writer_of_a_store_that_is_gone_says_so(tmp_path: Path) -> None:
+    from ragbrain.errors import StoreNotFoundError
+
+    with pytest.raises(StoreNotFoundError, match="is gone"), writer_lock(tmp_path / "nowhere"):
+        pass
+
+
 @pytest.mark.parametrize("raw", ["soon", "-1"])
 def test_a_bad_lock_wait_is_named(raw: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from ragbrain.store.repair import lock_wait

@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ragbrain.cli.common import DEFAULT_MODEL, MODEL_CHOICES, StoreOption, app, fail
+from ragbrain.cli.common import (
+    DEFAULT_MODEL,
+    MODEL_CHOICES,
+    ServerOption,
+    StoreOption,
+    app,
+    fail,
+)
 from ragbrain.errors import InvalidInputError, RagbrainError
 
 if TYPE_CHECKING:
@@ -18,6 +25,7 @@ if TYPE_CHECKING:
 @app.command()
 def mcp(
     store: StoreOption = None,
+    server: ServerOption = None,
     allow: Annotated[
         list[Path] | None,
         typer.Option("--allow", help="A folder the ingest tool may read (repeatable)."),
@@ -67,6 +75,10 @@ def mcp(
 ) -> None:
     """Serve search, get, remember, ingest and stats to AI coding agents over MCP (stdio).
 
+    With --server (or $RAGBRAIN_SERVER), the tools use a team's Chroma server instead of a
+    store folder; a token goes as for every command: ragbrain --server-token-file FILE mcp
+    --server https://HOST (or $RAGBRAIN_SERVER_TOKEN_FILE).
+
     stdout carries only protocol messages; logs go to stderr. The models load once, in a
     background thread started before the MCP SDK is even imported, so they load while the
     client connects and initializes; a call that arrives earlier waits for them.
@@ -88,9 +100,14 @@ def mcp(
         bind = None if http is None else check_bind(http, token_file, no_auth)
         from ragbrain.models.embeddings import embeddings_for
         from ragbrain.query.inputs import check_abstain
+        from ragbrain.store.connect import ServerAccess, check_location
 
+        check_location(store, server, create=True)  # before any model loads
+        if server:
+            ServerAccess.from_env()  # an unreadable token file is said now, not per call
         service = RagbrainService(
             store,
+            server=server,
             allowed=allow or [],
             critic="default" if critic else None,
             inbox=inbox,

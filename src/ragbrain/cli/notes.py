@@ -120,10 +120,7 @@ def ingest(
                 check_index=check_index,
             )
     except (RagbrainError, FileNotFoundError) as exc:
-        if created and folder is not None:  # a failed first ingest leaves no store behind
-            import shutil
-
-            shutil.rmtree(folder, ignore_errors=True)
+        _drop_new_store(folder if created else None)
         raise fail(exc) from exc
     except (IngestInterrupted, KeyboardInterrupt) as stop:
         written = stop.report if isinstance(stop, IngestInterrupted) else None
@@ -131,8 +128,20 @@ def ingest(
             _say_report(written)
         again = ["ingest", str(path), *_options(store, server, type_, prune, exclude, include)]
         raise interrupted(written, again) from None
+    except Exception:
+        _drop_new_store(folder if created else None)
+        raise
     _say_report(report)
     out.print(f"{report.summary()} -> {opened.location}", highlight=False)
+
+
+def _drop_new_store(folder: Path | None) -> None:
+    """A failed first ingest leaves no store behind (not even a half-made
+    ``chroma.sqlite3``): the folder it created is removed."""
+    if folder is not None:
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _say_report(report: IngestReport) -> None:

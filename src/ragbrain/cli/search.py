@@ -141,7 +141,9 @@ def doctor(
         ),
     ] = False,
 ) -> None:
-    """Check a store: space, dimension, model, counts, roots, self-retrieval, lexical index."""
+    """Check a store: space, dimension, model, counts, roots, self-retrieval, lexical index.
+
+    Exits 1 when a check finds a problem, 0 when all pass or only give advice."""
     from ragbrain.doctor import diagnose
     from ragbrain.store.resilience import StorePolicy
 
@@ -158,13 +160,20 @@ def doctor(
     except RagbrainError as exc:
         raise fail(exc) from exc
     for finding in findings:
-        mark = Text("ok     ", style="green") if finding.ok else Text("problem", style="red")
+        if finding.ok:
+            mark = Text("ok     ", style="green")
+        else:
+            mark = (
+                Text("advice ", style="yellow") if finding.advice else Text("problem", style="red")
+            )
         out.print(mark, f" {finding.check}: {finding.message}", sep="", highlight=False)
         if finding.fix:
             out.print(f"        fix: {finding.fix}", highlight=False)
-    problems = sum(not f.ok for f in findings)
-    out.print(f"{problems} problem(s)" if problems else "no problems found", highlight=False)
-    if problems:
+    problems = sum(f.fault for f in findings)
+    advice = sum(not f.ok and f.advice for f in findings)
+    said = f"{problems} problem(s)" if problems else "no problems found"
+    out.print(said + (f", {advice} piece(s) of advice" if advice else ""), highlight=False)
+    if problems:  # advice alone exits 0: doctor serves as a health check
         raise typer.Exit(1)
 
 

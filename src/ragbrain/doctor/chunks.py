@@ -144,6 +144,7 @@ def check_link_lists(metadatas: dict[str, dict[str, Any]]) -> Finding:
         f"{len(lists)} file(s) are mostly links with little prose, and their chunks crowd out "
         f"the notes they link to: {named}",
         f"{lines}, then run `ragbrain ingest {roots}` (it prunes them)",
+        advice=True,
     )
 
 
@@ -156,7 +157,7 @@ def check_languages(metadatas: dict[str, dict[str, Any]], hint: str, model: str)
     languages = Counter(str(m.get("_language", "none")) for m in metadatas.values())
     foreign = sum(n for lang, n in languages.items() if lang not in ("en", "none"))
     if foreign * 2 <= len(metadatas):
-        return Finding("embedding model", True, f"{model} (English); the notes are")
+        return Finding("embedding model", True, f"{model} (English); the notes are mostly English")
     shares = ", ".join(f"{lang} {n}" for lang, n in languages.most_common(4))
     roots = sorted({str(m.get("root", "")) for m in metadatas.values()})
     notes = shlex.quote(roots[0]) if len(roots) == 1 and roots[0] else "NOTES_DIR"
@@ -174,8 +175,9 @@ def check_languages(metadatas: dict[str, dict[str, Any]], hint: str, model: str)
         )
     return Finding(
         "embedding model",
-        True,
+        False,
         f"{model} reads English only, and {foreign} of {len(metadatas)} chunks are "
         f"not English ({shares}): dense search there is noise, BM25 carries it alone",
         fix,
+        advice=True,
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import codecs
+import logging
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +19,8 @@ from ragbrain.ingest.ignore import IgnoreRules
 from ragbrain.ingest.obsidian import aliases as note_aliases
 from ragbrain.ingest.obsidian import inline_tags, resolve_links
 from ragbrain.query.filters import to_timestamp
+
+log = logging.getLogger(__name__)
 
 MARKDOWN = frozenset({".md", ".markdown"})
 SUFFIXES = MARKDOWN | {".txt"} | DOCUMENT_SUFFIXES
@@ -83,13 +87,65 @@ def _decode(path: Path, max_bytes: int) -> str:
     size = path.stat().st_size
     if size > max_bytes:
         raise ValueError(f"too large ({size:,} bytes > {max_bytes:,})")
-    data = path.read_bytes()
+    text, encoding = decode_text(path.read_bytes())
+    if encoding not in ("utf-8", "utf-8-sig"):
+        log.info("Read %s as %s (it is not UTF-8).", path, encoding)
+    return text
+
+
+#: The share of a text's letters that may lie outside ASCII for a single-byte Western reading
+#: of it to be believed: French, German, Spanish or Portuguese prose stays under a tenth,
+#: while Cyrillic or Greek text read through cp1252 is nearly all accented letters.
+WESTERN_SHARE = 0.3
+
+
+def decode_text(data: bytes) -> tuple[str, str]:
+    """A note file's bytes as text, and the encoding they were read in: a byte-order mark's
+    (UTF-8, UTF-16), else UTF-8, else the encoding charset-normalizer detects (installed
+    with ``ragbrain[formats]``), else Windows-1252 (or ISO-8859-1 for the five bytes
+    cp1252 leaves undefined) when that reading is Western text (``WESTERN_SHARE``): the
+    legacy encoding of most non-UTF-8 notes written in Western European languages.
+
+    Raises:
+        ValueError: The bytes hold NULs (binary), or fit none of these.
+    """
+    for bom, name in (
+        (codecs.BOM_UTF8, "utf-8-sig"),
+        (codecs.BOM_UTF16_LE, "utf-16"),
+        (codecs.BOM_UTF16_BE, "utf-16"),
+    ):
+        if data.startswith(bom):
+            try:
+                return data.decode(name), name
+            except UnicodeDecodeError as exc:
+                raise ValueError(f"not {name} despite its byte-order mark ({exc.reason})") from exc
     if b"\x00" in data[:8192]:
         raise ValueError("binary file (NUL bytes)")
     try:
-        return data.decode("utf-8-sig")
+        return data.decode("utf-8"), "utf-8"
     except UnicodeDecodeError as exc:
-        raise ValueError(f"not UTF-8 (byte {data[exc.start]:#04x} at offset {exc.start})") from exc
+        where = f"byte {data[exc.start]:#04x} at offset {exc.start}"
+    try:
+        from charset_normalizer import from_bytes
+    except ImportError:
+        pass
+    else:
+        best = from_bytes(data).best()
+        if best is not None:
+            return str(best), best.encoding
+    for name in ("cp1252", "latin-1"):
+        try:
+            text = data.decode(name)
+        except UnicodeDecodeError:
+            continue
+        letters = [c for c in text if c.isalpha()]
+        if sum(not c.isascii() for c in letters) <= WESTERN_SHARE * len(letters):
+            return text, name
+        break
+    raise ValueError(
+        f"not UTF-8 ({where}) nor a Western single-byte encoding; with ragbrain[formats] "
+        "installed, other encodings are detected (or save the file as UTF-8)"
+    )
 
 
 def _title(meta: dict[str, Any], body: str, path: Path) -> str:

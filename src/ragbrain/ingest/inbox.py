@@ -9,7 +9,7 @@ import os
 import re
 import tempfile
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -130,6 +130,30 @@ class Inbox:
             InvalidInputError: See ``check_note``; the inbox is no longer the folder checked
                 at start-up (replaced by a link); no free name.
         """
+        return self.put(title, text, type_, tags, today=today, again=False)[0]
+
+    def put(
+        self,
+        title: str,
+        text: str,
+        type_: str,
+        tags: Sequence[str] = (),
+        *,
+        today: dt.date | None = None,
+        again: bool = True,
+    ) -> tuple[Path, bool]:
+        """The note ``title`` with ``text``: with ``again``, a note of the inbox with the same
+        title and text if there is one (a retried call), else a new one (``write``).
+
+        The look and the write are one step for every process (an exclusive lock on the
+        inbox folder), so two calls with the same note never both write it.
+
+        Returns:
+            The note's path, and whether it was written now.
+
+        Raises:
+            InvalidInputError: As for ``write``.
+        """
         check_note(title, text, type_, tags)
         if Path(self.folder).resolve() != self.folder:
             raise InvalidInputError("the inbox folder was replaced since start-up; refusing.")
@@ -140,9 +164,40 @@ class Inbox:
             "date": (today or dt.date.today()).isoformat(),
         }
         front = yaml.safe_dump(meta, allow_unicode=True, sort_keys=False)
-        body = text.replace("\r\n", "\n").strip()
-        note = f"---\n{front}---\n\n# {meta['title']}\n\n{body}\n"
-        return self._write_new(slug(title), note)
+        text = text.replace("\r\n", "\n").strip()
+        body = f"# {meta['title']}\n\n{text}\n"
+        with self._locked():
+            if again and (same := self._same_note(slug(title), title.strip(), body)):
+                return same, False
+            return self._write_new(slug(title), f"---\n{front}---\n\n{body}"), True
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Hold an exclusive lock on the inbox folder itself (no lock file among the notes)."""
+        import fcntl
+
+        fd = os.open(self.folder, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # lets go of the lock
+
+    def _same_note(self, stem: str, title: str, body: str) -> Path | None:
+        """The note named ``<stem>.md`` or ``<stem>-N.md`` whose title and text are these."""
+        from ragbrain.ingest.files import split_front_matter
+
+        name = re.compile(rf"^{re.escape(stem)}(?:-\d+)?\.md$")
+        for path in sorted(self.folder.iterdir()):
+            if not name.match(path.name) or not path.is_file():
+                continue
+            try:
+                meta, rest = split_front_matter(path.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, ValueError):
+                continue
+            if str(meta.get("title", "")).strip() == title and rest.strip() == body.strip():
+                return path
+        return None
 
     def _write_new(self, stem: str, content: str) -> Path:
         fd, tmp = tempfile.mkstemp(prefix=".remember-", suffix=".tmp", dir=self.folder)

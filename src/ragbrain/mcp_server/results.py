@@ -62,11 +62,22 @@ class GetResult(BaseModel):
 
 
 class RememberResult(BaseModel):
-    """The note written and ingested."""
+    """The note written and ingested (or queued to be)."""
 
-    source: str = Field(description="The new note's `source`, as search and get use it.")
-    chunks: int = Field(description="Chunks written to the store.")
-    cite: str = Field(description="`source:START-END` of the note's text.")
+    source: str = Field(description="The note's `source`, as search and get use it.")
+    chunks: int = Field(description="Chunks written to the store now (0 when queued).")
+    cite: str = Field(description="`source:START-END` of the note's text (`source` if queued).")
+    queued: bool = Field(
+        default=False,
+        description="Another writer holds the store: the note is saved in the inbox and "
+        "indexed as soon as it lets go (the next searches find it then). Do not retry.",
+    )
+    already: bool = Field(
+        default=False,
+        description="The inbox already held this note (same title and text): nothing new "
+        "was written.",
+    )
+    status: str = Field(default="", description="What happened, in one line.")
 
 
 class Chunk(BaseModel):

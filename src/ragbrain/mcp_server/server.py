@@ -69,8 +69,11 @@ GET_DOC = (
 REMEMBER_DOC = (
     "Write a lesson, decision or fact you just learned as a new Markdown note (title, text, "
     "type, optional tags) in the folder the user allowed for it (--inbox); it is ingested at "
-    "once, so the next search finds it. Never overwrites: a taken name gets a suffix. "
-    "Returns the new note's `source`. Off unless the server was started with --inbox."
+    "once, so the next search finds it. Never overwrites: a taken name gets a suffix; the "
+    "same title and text again finds the note already written (`already`). While another "
+    "process writes to the store, the note is saved and `queued`: it is indexed as soon as "
+    "that writer finishes, so do not call again. Returns the note's `source`. Off unless "
+    "the server was started with --inbox."
 )
 STATS_DOC = "Chunk counts per note type, the store's location and the models in use."
 
@@ -100,7 +103,7 @@ def _tool(
     description: str,
     *,
     writes: bool,
-    repeats: bool = True,
+    destroys: bool = True,
 ) -> Tool:
     """A tool whose arguments are validated by ``args`` (strict, no unknown fields)."""
     return Tool(
@@ -113,11 +116,12 @@ def _tool(
         context_kwarg=None,
         is_async=False,  # the SDK runs it in a worker thread, off the event loop
         annotations=ToolAnnotations(
-            # ingest writes, and prunes chunks of files that are gone; running it twice
-            # changes nothing. remember only adds, and each call adds another note.
+            # ingest writes, and prunes chunks of files that are gone; remember only adds.
+            # Running either twice with the same arguments changes nothing more (remember
+            # finds the note it wrote).
             read_only_hint=not writes,
-            destructive_hint=writes and repeats,
-            idempotent_hint=repeats,
+            destructive_hint=writes and destroys,
+            idempotent_hint=True,
         ),
     )
 
@@ -175,7 +179,7 @@ def build_server(service: RagbrainService, *, load_at_start: bool = True) -> MCP
         _tool(search, SearchArgs, SearchResult, SEARCH_DOC, writes=False),
         _tool(get, GetArgs, GetResult, GET_DOC, writes=False),
         _tool(ingest, IngestArgs, IngestResult, INGEST_DOC, writes=True),
-        _tool(remember, RememberArgs, RememberResult, REMEMBER_DOC, writes=True, repeats=False),
+        _tool(remember, RememberArgs, RememberResult, REMEMBER_DOC, writes=True, destroys=False),
         _tool(stats, StatsArgs, StatsResult, STATS_DOC, writes=False),
     ]
     return MCPServer(

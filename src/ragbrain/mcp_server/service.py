@@ -40,7 +40,7 @@ from ragbrain.mcp_server.results import (
 )
 from ragbrain.models.embeddings import model_name_of
 from ragbrain.nodes.critic import bind_critic
-from ragbrain.paths import default_store_path
+from ragbrain.paths import default_store_path, resolved
 from ragbrain.query.filters import MODIFIED_KEY, time_label
 from ragbrain.query.inputs import AbstainLevel
 from ragbrain.render import cite
@@ -58,6 +58,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_PARALLEL = 8  # searches run at once, at most (and at most one per core)
+_QUEUE_POLL_S = 0.05  # how often queued notes try the store's lock again
+_RETRY_S = 2.0  # after a queued note failed for another reason than the lock
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,7 @@ class RagbrainService:
         debounce: float = 1.0,
         inbox: str | Path | None = None,
         abstain: AbstainLevel = "on",
+        server: str | None = None,
     ) -> None:
         """Check the settings; nothing is loaded yet.
 
@@ -131,6 +134,9 @@ class RagbrainService:
             abstain: ``RetrievalContext.abstain`` for every search: "on" answers nothing
                 (``answerable`` false, with the reason) to an off-topic question, "strict"
                 also when the answer seems missing, "off" never refuses.
+            server: ``http://HOST:PORT`` of a Chroma server (a team's) instead of a store
+                folder; its token, tenant and database come from the environment
+                (``ServerAccess.from_env``), as for every command.
 
         Raises:
             InvalidInputError: An allowed folder does not exist, ``watch`` without any, or
@@ -138,7 +144,16 @@ class RagbrainService:
         """
         if watch and not allowed:
             raise InvalidInputError("--watch needs at least one --allow DIR to follow.")
-        self.store_path = Path(store_path).expanduser() if store_path else default_store_path()
+        if server is not None and store_path is not None:
+            raise InvalidInputError(
+                f"Only one of a store folder or a server is allowed, but got both: path "
+                f"{store_path!s} and server {server!r} (check --store, --server and "
+                "$RAGBRAIN_SERVER)."
+            )
+        self.server = server
+        self.store_path = (
+            None if server else resolved(store_path) if store_path else default_store_path()
+        )
         self.allowed = check_roots(allowed)
         self.inbox = None if inbox is None else Inbox.inside(inbox, self.allowed)
         self._critic_choice = critic
@@ -148,6 +163,11 @@ class RagbrainService:
         self._load_lock = threading.Lock()
         self._loading_started = False
         self._write_lock = threading.Lock()
+        # remember's queue: inbox notes written while a writer held the store.
+        self._queued: list[Path] = []
+        self._queue_lock = threading.Lock()
+        self._drainer: threading.Thread | None = None
+        self._holder = "another process"
         self._watch, self._debounce = watch, debounce
         self._watcher: Watcher | None = None
         # Searches are CPU-bound: with many clients (HTTP), running more at once than there
@@ -193,7 +213,9 @@ class RagbrainService:
                 on_critic_error="disable",
                 check_model=False,
             )
-            built = open_store(self.store_path, options, create=bool(self.allowed))
+            built = open_store(
+                self.store_path, options, server=self.server, create=bool(self.allowed)
+            )
             store, lexical, critic = built.store, built.lexical, built.critic
             assert lexical is not None  # a store folder always has its lexical index
             retriever = CorrectiveRetriever(
@@ -393,33 +415,126 @@ class RagbrainService:
     def remember(
         self, title: str, text: str, type_: str, tags: list[str] | None = None
     ) -> RememberResult:
-        """Write a new note into the inbox and ingest it at once (one write at a time).
+        """Write a new note into the inbox and ingest it at once, as one step: if the ingest
+        fails, the note is taken back. A retry of the same note (same title and text) finds
+        the one already written. While another writer holds the store, the note is queued
+        (the inbox holds it) and indexed as soon as the lock frees; the answer says so at
+        once.
 
         Raises:
             InvalidInputError: ``remember`` is off (no inbox), or the note is refused (see
                 ``ragbrain.ingest.inbox.check_note``).
+            StoreNotFoundError: The store is gone (nothing is written).
         """
-        from ragbrain.ingest import ingest
+        from ragbrain.ingest.inbox import check_note
 
         if self.inbox is None:
             raise InvalidInputError(
                 "remember is off: start the server with --inbox DIR (inside an --allow "
                 "folder) to let it write notes."
             )
+        check_note(title, text, type_, tags or ())
         loaded = self.load()
-        with self._write_lock:
-            path = self.inbox.write(title, text, type_, tags or ())
-            report = ingest(path, loaded.store, root=self.inbox.root)
-            loaded.lexical.refresh()
+        loaded.store.follow()  # a store that is gone says so before anything is written
+        path, new = self.inbox.put(title, text, type_, tags or ())
         source = path.relative_to(self.inbox.root).as_posix()
+        try:
+            indexed = self._index_now(loaded, path)
+        except BaseException:
+            if new:  # the note and its indexing are one step: neither happened
+                path.unlink(missing_ok=True)
+            raise
+        if indexed is None:
+            holder = self._queue(path)
+            log.info("remember queued %s (the store is being written by %s).", path, holder)
+            return RememberResult(
+                source=_label(source),
+                chunks=0,
+                cite=_label(source),
+                queued=True,
+                already=not new,
+                status=_label(
+                    f"saved in the inbox and queued: {holder} is writing to the store; the "
+                    "note is indexed as soon as it finishes (no need to call again)"
+                ),
+            )
         spans = [
             (m.get("start_line"), m.get("end_line")) for _, m in loaded.store.chunks_of(source)
         ]
         starts = [s for s, _ in spans if isinstance(s, int)]
         ends = [e for _, e in spans if isinstance(e, int)]
         where = cite(source, min(starts), max(ends)) if starts and ends else source
-        log.info("remember wrote %s (%d chunks).", path, report.added)
-        return RememberResult(source=_label(source), chunks=report.added, cite=_label(where))
+        log.info("remember %s %s (%d chunks).", "wrote" if new else "found", path, indexed)
+        return RememberResult(
+            source=_label(source),
+            chunks=indexed,
+            cite=_label(where),
+            already=not new,
+            status="written and indexed" if new else "already in the inbox; indexed",
+        )
+
+    def _index_now(self, loaded: Loaded, path: Path) -> int | None:
+        """Ingest the inbox note (or the inbox folder) ``path`` if no writer holds the store
+        (this process's or another's); the chunks written, or None when it has to wait."""
+        from ragbrain.errors import StoreLockedError
+        from ragbrain.ingest import ingest
+
+        assert self.inbox is not None
+        if not self._write_lock.acquire(blocking=False):
+            self._holder = "this server (an ingest or a watch update)"
+            return None
+        try:
+            try:
+                with loaded.store.writing(wait=0):
+                    report = ingest(path, loaded.store, root=self.inbox.root)
+            except StoreLockedError as exc:
+                self._holder = exc.holder or "another process"
+                return None
+            loaded.lexical.refresh()
+            return report.added
+        finally:
+            self._write_lock.release()
+
+    def _queue(self, path: Path) -> str:
+        """Add an inbox note to the queue that waits for the store's lock (starting the
+        thread that empties it); who holds the lock, for the answer."""
+        with self._queue_lock:
+            if path not in self._queued:
+                self._queued.append(path)
+            if self._drainer is None:
+                self._drainer = threading.Thread(
+                    target=self._drain, name="ragbrain-remember-queue", daemon=True
+                )
+                self._drainer.start()
+        return self._holder
+
+    def queued(self) -> list[Path]:
+        """The inbox notes written but not yet indexed (waiting for the store's lock)."""
+        with self._queue_lock:
+            return list(self._queued)
+
+    def _drain(self) -> None:
+        """Index the queued notes once no writer holds the store (one ingest of the inbox
+        folder for all of them); until the queue is empty."""
+        loaded = self.load()
+        while True:
+            with self._queue_lock:
+                pending = [p for p in self._queued if p.exists()]
+                self._queued = pending
+                if not pending:
+                    self._drainer = None
+                    return
+            assert self.inbox is not None
+            try:  # one ingest of the inbox folder indexes every queued note at once
+                if self._index_now(loaded, self.inbox.folder) is not None:
+                    with self._queue_lock:
+                        self._queued = [p for p in self._queued if p not in pending]
+                    log.info("remember indexed %d queued note(s).", len(pending))
+            except Exception as exc:  # the store gone, a server down: try again later
+                log.warning("remember could not index the queued notes yet: %s", exc)
+                time.sleep(_RETRY_S)
+                continue
+            time.sleep(_QUEUE_POLL_S)
 
     def stats(self) -> StatsResult:
         """Chunk counts per type, where the store is, and which models answer."""

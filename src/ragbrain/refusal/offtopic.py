@@ -30,7 +30,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -201,29 +201,46 @@ class OffTopicCut:
             return None
 
 
+_NOT_ASCII_LETTERS = re.compile(r"[^A-Za-z]+")
+_ASCII_LETTER = re.compile(r"[A-Za-z]")
+_NOT_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
+@lru_cache(maxsize=65536)
+def _letter_script(char: str) -> str:
+    """The script of one non-ASCII letter, by its Unicode name."""
+    name = unicodedata.name(char, "")
+    if name.startswith(("LATIN", "FULLWIDTH LATIN")):
+        return "latin"
+    if name.startswith(("CJK", "HIRAGANA", "KATAKANA")):
+        return "cjk"
+    for prefix in ("HANGUL", "THAI", "ARABIC", "CYRILLIC"):
+        if name.startswith(prefix):
+            return prefix.lower()
+    return "other"
+
+
 def script_of(text: str) -> str:
     """The script most of ``text``'s letters are written in: ``latin``, ``cjk`` (Han, kana),
-    ``hangul``, ``thai``, ``arabic``, ``cyrillic``, ``other``; ``none`` without letters."""
+    ``hangul``, ``thai``, ``arabic``, ``cyrillic``, ``other``; ``none`` without letters.
+    (ASCII letters are Latin without a name lookup, the rest cached by letter: ingest learns
+    the off-topic cut over every chunk after each change.)"""
     counts: Counter[str] = Counter()
-    for char in text:
-        if not char.isalpha():
-            continue
-        name = unicodedata.name(char, "")
-        if name.startswith(("LATIN", "FULLWIDTH LATIN")):
-            counts["latin"] += 1
-        elif name.startswith(("CJK", "HIRAGANA", "KATAKANA")):
-            counts["cjk"] += 1
-        elif name.startswith("HANGUL"):
-            counts["hangul"] += 1
-        elif name.startswith("THAI"):
-            counts["thai"] += 1
-        elif name.startswith("ARABIC"):
-            counts["arabic"] += 1
-        elif name.startswith("CYRILLIC"):
-            counts["cyrillic"] += 1
-        else:
-            counts["other"] += 1
-    return counts.most_common(1)[0][0] if counts else "none"
+    first: dict[str, int] = {}  # a tie goes to the script met first, as in reading order
+    if latin := len(_NOT_ASCII_LETTERS.sub("", text)):
+        counts["latin"] = latin
+        first["latin"] = _ASCII_LETTER.search(text).start()  # type: ignore[union-attr]
+    for found in _NOT_ASCII.finditer(text):
+        if found[0].isalpha():
+            script = _letter_script(found[0])
+            counts[script] += 1
+            first.setdefault(script, found.start())
+            if script == "latin":
+                first["latin"] = min(first["latin"], found.start())
+    if not counts:
+        return "none"
+    most = max(counts.values())
+    return min((s for s, n in counts.items() if n == most), key=first.__getitem__)
 
 
 def script_shares(texts: Iterable[str]) -> dict[str, float]:

@@ -70,7 +70,7 @@ class StoreBase:
 
         def _refuse_a_stale_model(self) -> None: ...
 
-        def writing(self) -> AbstractContextManager[None]:
+        def writing(self, wait: float | None = None) -> AbstractContextManager[None]:
             """Hold the store's writer lock (``Writing.writing``)."""
 
         def record(

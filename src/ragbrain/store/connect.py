@@ -21,6 +21,7 @@ from ragbrain.paths import (
     SERVER_TOKEN_FILE_ENV,
     TENANT_ENV,
     default_store_path,
+    resolved,
 )
 from ragbrain.store.resilience import StorePolicy, attempt_timeout, bound_requests, call
 
@@ -249,7 +250,8 @@ def check_location(path: str | Path | None, server: str | None, *, create: bool)
     stat), so a caller can refuse a bad location before loading models.
 
     Returns:
-        The store folder; None for a server.
+        The store folder, resolved (``ragbrain.paths.resolved``: absolute, ``~`` expanded,
+        links followed); None for a server.
 
     Raises:
         InvalidInputError: Both ``path`` and ``server`` were given, or the URL is malformed.
@@ -263,7 +265,7 @@ def check_location(path: str | Path | None, server: str | None, *, create: bool)
     if server:
         parse_server_url(server)
         return None
-    folder = Path(path).expanduser() if path is not None else default_store_path()
+    folder = resolved(path) if path is not None else default_store_path()
     if folder.exists() and not folder.is_dir():
         raise StoreNotFoundError(f"The store path {folder} is a file, not a folder.")
     if not create and not folder.is_dir():

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import hashlib
+import os
 import sqlite3
 import sys
 import threading
@@ -27,6 +28,8 @@ from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from ragbrain.store.serial import serialize
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -67,7 +70,7 @@ class Follower:
         fallback: A token of the data to use if the SQLite file cannot be read as chromadb
             1.x writes it (another version): the store's generation, read through Chroma.
         """
-        self.sqlite = sqlite
+        self.sqlite = Path(os.path.abspath(sqlite))  # a file URI needs an absolute path
         self._fallback = fallback
         self._stat: Stat | None = None
         self._data: object = None
@@ -122,7 +125,8 @@ def fresh_client(path: Path, settings: Settings | None = None) -> ClientAPI:
     for the path is set aside first (not stopped: clients and collections opened from it go
     on working, on what they loaded, until dropped), so this client loads its segments from
     disk. Later clients on the path share the new system; the old one's references stay
-    counted, so closing an old client never stops the new system."""
+    counted, so closing an old client never stops the new system. Its every call to
+    Chroma holds the folder's index lock (``ragbrain.store.serial``)."""
     import chromadb
     from chromadb.api.shared_system_client import SharedSystemClient
     from chromadb.config import Settings
@@ -132,10 +136,11 @@ def fresh_client(path: Path, settings: Settings | None = None) -> ClientAPI:
         systems = SharedSystemClient._identifier_to_system
         counts = SharedSystemClient._identifier_to_refcount
         kept = 0
-        for cached in [i for i in systems if Path(i).absolute() == path.absolute()]:
+        for cached in [i for i in systems if Path(i).resolve() == path.resolve()]:
             systems.pop(cached)
             kept += counts.pop(cached, 0)
         client = chromadb.PersistentClient(path=str(path), settings=settings)
+        serialize(getattr(client, "_server", None), path)  # one call at a time (``serial``)
         found = getattr(client, "_identifier", None)
         if kept and isinstance(found, str):
             identifier = found

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import socket
 import sys
@@ -12,13 +13,15 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ragbrain.errors import InvalidInputError, StoreLockedError
+from ragbrain.errors import InvalidInputError, StoreLockedError, StoreNotFoundError
 from ragbrain.paths import LOCK_WAIT_ENV
 from ragbrain.store.keys import BATCH, LOCK_FILE
 
 if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection
 
+
+log = logging.getLogger(__name__)
 
 #: Runs one Chroma call, named for its error message: ``Store.call``, or
 #: ``functools.partial(resilience.call, policy)``.
@@ -68,8 +71,13 @@ def writer_lock(folder: Path | None, wait: float | None = None) -> Iterator[bool
     while writing (or a store last written before ragbrain emptied the file): then the
     store's vector index deserves the thorough check (``restore_missing_vectors``).
 
+    A writer that has to wait says so once (a warning: whom it waits for, and how long at
+    most), so a command does not sit silent for the whole wait.
+
     Raises:
-        StoreLockedError: Another process held the lock for all of ``wait`` seconds.
+        StoreLockedError: Another process held the lock for all of ``wait`` seconds (its
+            ``holder`` says who).
+        StoreNotFoundError: The store's folder is gone (deleted, moved or being replaced).
     """
     if folder is None:
         yield False
@@ -78,20 +86,39 @@ def writer_lock(folder: Path | None, wait: float | None = None) -> Iterator[bool
 
     wait = lock_wait() if wait is None else max(0.0, wait)
     path = folder / LOCK_FILE
-    with path.open("a+") as handle:
+    try:
+        handle = path.open("a+")
+    except FileNotFoundError:
+        raise StoreNotFoundError(
+            f"The store {folder} is gone: the folder is missing (deleted, moved or being "
+            "replaced). Nothing was written; try again once it is back."
+        ) from None
+    with handle:
         end = time.monotonic() + wait
+        said = False
         while True:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
+                handle.seek(0)
+                holder = handle.read().strip() or "a process that has not said who it is"
                 if time.monotonic() >= end:
-                    handle.seek(0)
-                    holder = handle.read().strip() or "a process that has not said who it is"
                     raise StoreLockedError(
                         f"The store {folder} is locked by another writer ({holder}); waited "
-                        f"{wait:g} s. Wait for it to finish and try again."
+                        f"{wait:g} s. Wait for it to finish and try again.",
+                        holder=holder,
                     ) from None
+                if not said:
+                    log.warning(
+                        "Waiting for another writer of %s to finish (%s); up to %g s "
+                        "($%s sets how long).",
+                        folder,
+                        holder,
+                        wait,
+                        LOCK_WAIT_ENV,
+                    )
+                    said = True
                 time.sleep(_LOCK_POLL)
         try:
             handle.seek(0)

@@ -342,6 +342,10 @@ def wrap_chroma(
         raise StoreNotFoundError(f"The vector store has no collection: {exc}") from None
     client = vectorstore._client
     where, sqlite = _where_is(client)
+    if sqlite is not None:  # the caller's client too: one Chroma call at a time (``serial``)
+        from ragbrain.store.serial import serialize
+
+        serialize(getattr(client, "_server", None), sqlite.parent)
     location = f"{where}#{collection.name}@{collection.id}"
     inspection = inspect_collection(
         collection,

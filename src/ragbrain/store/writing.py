@@ -19,10 +19,11 @@ class Writing(Reading):
     """The part of ``Store`` that writes chunks (it reads them too, to repair a crash)."""
 
     @contextlib.contextmanager
-    def writing(self) -> Iterator[None]:
+    def writing(self, wait: float | None = None) -> Iterator[None]:
         """Hold the store's writer lock (embedded stores only; a server orders writes itself).
 
-        Another writer is waited for (``repair.lock_wait``); once the lock is held, what
+        Another writer is waited for, ``wait`` seconds at most (None: ``repair.lock_wait``;
+        0 tries once); once the lock is held, what
         other processes wrote is followed (``follow``) before anything is written, so this
         process never writes over a newer store with an older view of it. Re-entrant: every
         write method of the store takes it, inside a caller's ``writing`` too.
@@ -32,6 +33,7 @@ class Writing(Reading):
 
         Raises:
             StoreLockedError: Another process held the lock for the whole wait.
+            StoreNotFoundError: The store's folder is gone.
             StoreMismatchError: Another process re-embedded the store with a model this
                 store cannot switch to.
         """
@@ -43,7 +45,7 @@ class Writing(Reading):
                 finally:
                     self._write_depth -= 1
                 return
-            with writer_lock(self.folder) as interrupted:
+            with writer_lock(self.folder, wait) as interrupted:
                 if interrupted:
                     self._writer_interrupted = True
                 self._refuse_a_stale_model()
