@@ -185,9 +185,10 @@ class LexicalIndex:
         if kept is not None:
             return kept
         mask = self.facets.mask(key[1]) if key[1] else np.ones(len(self.ids), dtype=bool)
-        if key[0]:
-            codes = [code for t, code in self._type_codes.items() if fold(t) in key[0]]
-            mask = mask & np.isin(self._doc_types, codes)
+        for wanted in (key[0], key[1].types):  # the soft type filter, then the hard one
+            if wanted:
+                codes = [code for t, code in self._type_codes.items() if fold(t) in wanted]
+                mask = mask & np.isin(self._doc_types, codes)
         mask.flags.writeable = False  # shared by every caller
         with self._masks_lock:
             while len(self._masks) >= MASKS_KEPT:

@@ -101,10 +101,12 @@ def make_vector_search(store: SearchableStore, lexical: LexicalSearcher | None =
                 f"compound question: parts {parts} searched as well as the whole, fused by "
                 "RRF, each part's best hit kept"
             )
-        if types:
-            unknown = unknown_types(types, store.known_types())
+        asked = [*(types or ()), *(filters.types if filters else ())]
+        if asked:
+            known = store.known_types()
+            unknown = unknown_types(asked, known)
             if unknown:
-                notes.append(f"type filter: {unknown_types_message(unknown)}")
+                notes.append(f"type filter: {unknown_types_message(unknown, known)}")
         # The best-covered search (a compound question's parts each have their own).
         coverage = max((f.weights.bm25_best for f in fusions), default=None) if hybrid else None
         return {
