@@ -24,6 +24,10 @@ whole (``ragbrain.nodes.parts``). The rules, by language:
 Where a frame holds several candidate joins (a part that itself contains "and"), the one
 nearest the middle of the frame is taken. Parts that come out empty or equal (case
 aside) mean no split.
+
+Every pattern runs in time linear in the question's length (``_framed``): a frame of the form
+"X join Y closing-words" is tried from each line's start only, in the line cut after its last
+closing words, where ``re.search`` would try it from every position (quadratic on any text).
 """
 
 from __future__ import annotations
@@ -44,6 +48,29 @@ _LEAD = re.compile(
     re.IGNORECASE,
 )
 _ASK = r"(?:what(?:'s| is| are)?|tell me|explain|describe|show me)?\s*(?:the\s+)?"
+
+
+def _framed(frame: re.Pattern[str], closing: re.Pattern[str], text: str) -> re.Match[str] | None:
+    """``frame.search(text)`` in linear time, for a frame that starts with a group matching
+    ``.+`` or ``.+?`` and ends with ``closing``'s words (no ``$``, no lookahead past them).
+
+    ``.`` matches all but a newline, so a match that starts inside a line also matches from
+    the line's start (its first group longer): the leftmost match starts at the start of the
+    first line that holds one. Every match there ends where ``closing`` ends at some place of
+    the line (``closing`` is a lookahead capturing those words), so the line is cut after
+    the last such end: the match found is the same, and no attempt rescans the line's rest.
+    """
+    start = 0
+    while start <= len(text):
+        newline = text.find("\n", start)
+        stop = len(text) if newline < 0 else newline
+        ends = [m.end(1) for m in closing.finditer(text, start, stop)]
+        if ends:
+            found = frame.match(text, start, max(ends))
+            if found:
+                return found
+        start = stop + 1
+    return None
 
 
 def _clean(part: str) -> str:
@@ -72,8 +99,10 @@ def _pair(left: str, right: str) -> list[str]:
     return parts
 
 
-_EN_AND = re.compile(r"\s+and\s+", re.IGNORECASE)
-_EN_JOIN = re.compile(r"\s+(?:and|with|to|against|vs\.?|versus)\s+", re.IGNORECASE)
+# Each join starts where a run of spaces starts ((?<!\s)): where a search for it would find
+# it first, without retrying every space of a long run.
+_EN_AND = re.compile(r"(?<!\s)\s+and\s+", re.IGNORECASE)
+_EN_JOIN = re.compile(r"(?<!\s)\s+(?:and|with|to|against|vs\.?|versus)\s+", re.IGNORECASE)
 
 
 #: English frames whose captured text holds the two parts, and what joins them there.
@@ -88,7 +117,7 @@ _EN_FRAMES: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = (
     ),
     (re.compile(r"\bcomparison\s+(?:of|between)\s+(.+)", re.IGNORECASE), _EN_JOIN),
 )
-_VERSUS = re.compile(r"\s+(?:vs\.?|versus)\s+", re.IGNORECASE)
+_VERSUS = re.compile(r"(?<!\s)\s+(?:vs\.?|versus)\s+", re.IGNORECASE)
 
 
 def _english_frames(query: str) -> list[str] | None:
@@ -99,7 +128,7 @@ def _english_frames(query: str) -> list[str] | None:
         if match:
             split = _middle_join(match.group(1), joins)
             return _pair(*split) if split else []
-    match = re.match(r"^(.+?)\s+differs?\s+from\s+(.+)$", text, re.IGNORECASE)
+    match = re.match(r"^(.+?)(?<!\s)\s+differs?\s+from\s+(.+)$", text, re.IGNORECASE)
     if match:
         left = re.sub(rf"^(?:how|why|where)\s+(?:does|do)\s+{_ASK}", "", match.group(1), flags=re.I)
         return _pair(left, match.group(2))
@@ -136,32 +165,51 @@ def _english_and(query: str) -> list[str]:
     return [f"{head} {x}".strip() + ending, f"{head} {right}".strip() + ending]
 
 
+_JA_CLOSING = r"(?:の違い|はどう違|の差|の比較|を比較|を比べ|では何が違|どちら)"
+_JA_FRAME = re.compile(rf"(.+)と(.+?){_JA_CLOSING}")
+_JA_ENDS = re.compile(rf"(?=({_JA_CLOSING}))")
+
+
 def _japanese(query: str) -> list[str] | None:
     text = query.strip()
-    frame = re.search(
-        r"(.+)と(.+?)(?:の違い|はどう違|の差|の比較|を比較|を比べ|では何が違|どちら)", text
-    )
+    frame = _framed(_JA_FRAME, _JA_ENDS, text)
     if not frame:
         return None
     left = re.sub(r"^.*(?:について|では|は)、?", "", frame.group(1)) or frame.group(1)
     return _pair(left, frame.group(2))
 
 
+# Spaces before a word are matched from the start of their run only ((?<!\s)), or not at all
+# right before it: what ``\s*`` would match first, without retrying every space of a run.
+_SPACES = r"(?:(?<!\s)\s+)?"
+_TH_JOINS = re.compile(rf"{_SPACES}(?:กับ|และ)\s*")
+_TH_CLOSING = r"(?:ต่างกัน|แตกต่าง|อันไหนดี|เลือกอะไร)"
+_TH_FRAME = re.compile(rf"(.+?){_SPACES}กับ\s*(.+?){_SPACES}{_TH_CLOSING}")
+_TH_ENDS = re.compile(rf"(?=({_TH_CLOSING}))")
+#: The question words a "compare X with Y" frame ends in, cut off its second part.
+_TH_TAIL = re.compile(r"(?<!\s)\s*(?:ต่างกัน|แตกต่างกัน|อย่างไร|ยังไง|คืออะไร)+\s*[?？]?\s*$")
+
+
 def _thai(query: str) -> list[str] | None:
     text = query.strip()
-    joins = re.compile(r"\s*(?:กับ|และ)\s*")
     frame = re.search(r"(?:เปรียบเทียบ|ความแตกต่างระหว่าง|ความต่างระหว่าง)\s*(.+)", text)
     if frame:
-        body = re.sub(r"\s*(?:ต่างกัน|แตกต่างกัน|อย่างไร|ยังไง|คืออะไร)+\s*[?？]?\s*$", "", frame.group(1))
-        split = _middle_join(body, joins)
+        body = _TH_TAIL.sub("", frame.group(1))
+        split = _middle_join(body, _TH_JOINS)
         return _pair(*split) if split else []
-    frame = re.search(r"(.+?)\s*กับ\s*(.+?)\s*(?:ต่างกัน|แตกต่าง|อันไหนดี|เลือกอะไร)", text)
+    frame = _framed(_TH_FRAME, _TH_ENDS, text)
     if frame:
         return _pair(frame.group(1), frame.group(2))
     return None
 
 
 _ZH_JOIN = re.compile(r"[和与跟與及]")
+_ZH_CLOSING = (
+    r"(?:之间|之間)?(?:的|有)?(?:什么|什麼|何)?"
+    r"(?:区别|區別|不同|差异|差異|比较|比較|哪个好|哪個好|哪个更|哪個更)"
+)
+_ZH_FRAME = re.compile(rf"(.+?)[和与跟與](.+?){_ZH_CLOSING}")
+_ZH_ENDS = re.compile(rf"(?=({_ZH_CLOSING}))")
 
 
 def _chinese(query: str) -> list[str] | None:
@@ -173,11 +221,7 @@ def _chinese(query: str) -> list[str] | None:
         )
         split = _middle_join(body, _ZH_JOIN)
         return _pair(*split) if split else []
-    frame = re.search(
-        r"(.+?)[和与跟與](.+?)(?:之间|之間)?(?:的|有)?(?:什么|什麼|何)?"
-        r"(?:区别|區別|不同|差异|差異|比较|比較|哪个好|哪個好|哪个更|哪個更)",
-        text,
-    )
+    frame = _framed(_ZH_FRAME, _ZH_ENDS, text)
     if frame:
         left = re.sub(r"^(?:请问|請問)", "", frame.group(1))
         return _pair(left, frame.group(2))
