@@ -104,11 +104,12 @@ class CorrectiveRetriever(BaseRetriever):
         description="Returns the store's note types (``Store.known_types``), for "
         "``unknown_types``.",
     )
-    store_notes: list[str] = Field(
+    store_notes: list[str] | Callable[[], list[str]] = Field(
         default_factory=list,
         exclude=True,
         description="Lines about the store that ``run`` puts first in every run's notes (a "
-        "wrapped vector store's distances, gate and what it lacks).",
+        "wrapped vector store's records, distances, gate and what it lacks), or a callable "
+        "that says them as of the run.",
     )
 
     def __init__(self, **data: Any) -> None:
@@ -262,7 +263,7 @@ class CorrectiveRetriever(BaseRetriever):
             ),
         )
         fields.setdefault("known_types", built.store.known_types)
-        fields.setdefault("store_notes", list(built.notes))
+        fields.setdefault("store_notes", built.live_notes or list(built.notes))
         return cls(graph=built.graph, **fields)
 
     @classmethod
@@ -341,7 +342,8 @@ class CorrectiveRetriever(BaseRetriever):
 
     def _finish(self, output: RetrievalOutput, prepared: _Prepared) -> RetrievalOutput:
         output["documents"] = _as_stored(output["documents"])
-        output["notes"] = [*self.store_notes, *prepared.notes, *output["notes"]]
+        store = self.store_notes() if callable(self.store_notes) else self.store_notes
+        output["notes"] = [*store, *prepared.notes, *output["notes"]]
         return output
 
     def run(

@@ -318,12 +318,17 @@ def test_the_lexical_index_is_cached_and_follows_the_collection(
         vectorstore, critic=None, progress=lambda done, total: builds.append(total)
     )
     assert builds  # built once, with progress
-    # The app adds a note through its own vector store: the index follows (count and ids).
+    count = len(NOTES)
+    assert f"({count} records," in retriever.run("nightly backup")["notes"][0]
+    # The app adds a note through its own vector store: the index follows (count and ids),
+    # and so does the trace's record count.
     vectorstore.add_documents(
         [Document(page_content="Xylophone tuning guide", metadata={"source": "x.md"})],
         ids=["x"],
     )
-    assert retriever.invoke("xylophone")[0].id == "x"
+    out = retriever.run("xylophone")
+    assert out["documents"][0].id == "x"
+    assert f"({count + 1} records," in out["notes"][0]
     vectorstore.delete(ids=["x"])
     assert all(d.id != "x" for d in retriever.invoke("xylophone"))
     # Opened again: the kept index is reused, not rebuilt.
