@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 
 from ragbrain.errors import MissingExtraError
-from ragbrain.ingest import ingest
-from ragbrain.ingest import model_choice
+from ragbrain.ingest import ingest, model_choice
 from ragbrain.lexical import tokens
 from ragbrain.store import Store
 from tests.support.fakes import BagOfWordsEmbeddings
