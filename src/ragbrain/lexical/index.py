@@ -34,7 +34,7 @@ import numpy.typing as npt
 from ragbrain._util import write_bytes
 from ragbrain.errors import RagbrainError
 from ragbrain.lexical.bm25 import Bm25Scorer, IntArray, idf, score_matrix
-from ragbrain.lexical.tokens import TOKENIZER_VERSION, tokenize
+from ragbrain.lexical.tokens import TOKENIZER_VERSION, query_tokens, tokenize
 from ragbrain.query.facets import Facets, time_of
 from ragbrain.query.filters import MODIFIED_KEY, Filters
 from ragbrain.query.typematch import fold
@@ -277,7 +277,7 @@ class LexicalIndex:
 
     def query_terms(self, query: str) -> list[int]:
         """The query's term ids that the index knows (unknown terms cannot match)."""
-        return [self.vocab[t] for t in tokenize(query, skip_missing=True) if t in self.vocab]
+        return [self.vocab[t] for t in query_tokens(query) if t in self.vocab]
 
     def idf(self, terms: Sequence[int]) -> list[float]:
         """BM25's IDF of each of these term ids (``bm25.idf``), as the scores use it."""
@@ -304,7 +304,7 @@ class LexicalIndex:
         Returns:
             ``(weights, mass)``; mass 0.0 for a question without index terms.
         """
-        words = [w for w in dict.fromkeys(tokenize(query, skip_missing=True)) if w not in skip]
+        words = [w for w in dict.fromkeys(query_tokens(query)) if w not in skip]
         known = [self.vocab[w] for w in words if w in self.vocab]
         weights = dict(zip(known, self.idf(known), strict=True)) if known else {}
         unseen = float(idf(len(self.ids), np.zeros(1, dtype=np.int64))[0])

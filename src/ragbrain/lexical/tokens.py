@@ -32,7 +32,7 @@ import re
 import threading
 import unicodedata
 from collections import Counter
-from functools import cache
+from functools import cache, lru_cache
 from types import ModuleType
 from typing import TYPE_CHECKING, Literal
 
@@ -142,7 +142,7 @@ def _stem(words: list[str]) -> list[str]:
 
 
 def _is_latin(word: str) -> bool:
-    return all(c.isascii() or "LATIN" in unicodedata.name(c, "") for c in word)
+    return word.isascii() or all(c.isascii() or "LATIN" in unicodedata.name(c, "") for c in word)
 
 
 def _sudachi() -> Callable[[str], list[str]]:
@@ -221,6 +221,13 @@ def check_tokenizers(texts: Iterable[str]) -> None:
         if _NEEDS_EXTRA.search(text):
             tokenize(text)  # the first such text raises, or every tokenizer it needs loads
             return
+
+
+@lru_cache(maxsize=32)
+def query_tokens(query: str) -> tuple[str, ...]:
+    """A question's terms (``tokenize`` with ``skip_missing``), kept for the last few
+    questions: a run reads them in several steps (the searches, the support, the critic)."""
+    return tuple(tokenize(query, skip_missing=True))
 
 
 @cache

@@ -27,7 +27,8 @@ aside) mean no split.
 
 Every pattern runs in time linear in the question's length (``_framed``): a frame of the form
 "X join Y closing-words" is tried from each line's start only, in the line cut after its last
-closing words, where ``re.search`` would try it from every position (quadratic on any text).
+closing word, where ``re.search`` would try it from every position (quadratic on any text).
+So a frame lies within one line.
 """
 
 from __future__ import annotations
@@ -50,21 +51,22 @@ _LEAD = re.compile(
 _ASK = r"(?:what(?:'s| is| are)?|tell me|explain|describe|show me)?\s*(?:the\s+)?"
 
 
-def _framed(frame: re.Pattern[str], closing: re.Pattern[str], text: str) -> re.Match[str] | None:
-    """``frame.search(text)`` in linear time, for a frame that starts with a group matching
-    ``.+`` or ``.+?`` and ends with ``closing``'s words (no ``$``, no lookahead past them).
+def _framed(frame: re.Pattern[str], closing: tuple[str, ...], text: str) -> re.Match[str] | None:
+    """``frame.search(text)`` within one line, in linear time, for a frame that starts with
+    a group matching ``.+`` or ``.+?`` and ends with one of the ``closing`` words (no ``$``,
+    nothing after them).
 
     ``.`` matches all but a newline, so a match that starts inside a line also matches from
     the line's start (its first group longer): the leftmost match starts at the start of the
-    first line that holds one. Every match there ends where ``closing`` ends at some place of
-    the line (``closing`` is a lookahead capturing those words), so the line is cut after
-    the last such end: the match found is the same, and no attempt rescans the line's rest.
+    first line that holds one. It ends where a closing word ends, so the line is cut after
+    the last closing word (``str.rfind``): the match found is the same, and no attempt
+    rescans the line's rest.
     """
     start = 0
     while start <= len(text):
         newline = text.find("\n", start)
         stop = len(text) if newline < 0 else newline
-        ends = [m.end(1) for m in closing.finditer(text, start, stop)]
+        ends = [at + len(word) for word in closing if (at := text.rfind(word, start, stop)) >= 0]
         if ends:
             found = frame.match(text, start, max(ends))
             if found:
@@ -165,9 +167,8 @@ def _english_and(query: str) -> list[str]:
     return [f"{head} {x}".strip() + ending, f"{head} {right}".strip() + ending]
 
 
-_JA_CLOSING = r"(?:の違い|はどう違|の差|の比較|を比較|を比べ|では何が違|どちら)"
-_JA_FRAME = re.compile(rf"(.+)と(.+?){_JA_CLOSING}")
-_JA_ENDS = re.compile(rf"(?=({_JA_CLOSING}))")
+_JA_ENDS = ("の違い", "はどう違", "の差", "の比較", "を比較", "を比べ", "では何が違", "どちら")
+_JA_FRAME = re.compile(rf"(.+)と(.+?)(?:{'|'.join(_JA_ENDS)})")
 
 
 def _japanese(query: str) -> list[str] | None:
@@ -183,9 +184,8 @@ def _japanese(query: str) -> list[str] | None:
 # right before it: what ``\s*`` would match first, without retrying every space of a run.
 _SPACES = r"(?:(?<!\s)\s+)?"
 _TH_JOINS = re.compile(rf"{_SPACES}(?:กับ|และ)\s*")
-_TH_CLOSING = r"(?:ต่างกัน|แตกต่าง|อันไหนดี|เลือกอะไร)"
-_TH_FRAME = re.compile(rf"(.+?){_SPACES}กับ\s*(.+?){_SPACES}{_TH_CLOSING}")
-_TH_ENDS = re.compile(rf"(?=({_TH_CLOSING}))")
+_TH_ENDS = ("ต่างกัน", "แตกต่าง", "อันไหนดี", "เลือกอะไร")
+_TH_FRAME = re.compile(rf"(.+?){_SPACES}กับ\s*(.+?){_SPACES}(?:{'|'.join(_TH_ENDS)})")
 #: The question words a "compare X with Y" frame ends in, cut off its second part.
 _TH_TAIL = re.compile(r"(?<!\s)\s*(?:ต่างกัน|แตกต่างกัน|อย่างไร|ยังไง|คืออะไร)+\s*[?？]?\s*$")
 
@@ -204,12 +204,23 @@ def _thai(query: str) -> list[str] | None:
 
 
 _ZH_JOIN = re.compile(r"[和与跟與及]")
-_ZH_CLOSING = (
-    r"(?:之间|之間)?(?:的|有)?(?:什么|什麼|何)?"
-    r"(?:区别|區別|不同|差异|差異|比较|比較|哪个好|哪個好|哪个更|哪個更)"
+#: The words a Chinese comparison ends in (what the frame's match ends with).
+_ZH_ENDS = (
+    "区别",
+    "區別",
+    "不同",
+    "差异",
+    "差異",
+    "比较",
+    "比較",
+    "哪个好",
+    "哪個好",
+    "哪个更",
+    "哪個更",
 )
-_ZH_FRAME = re.compile(rf"(.+?)[和与跟與](.+?){_ZH_CLOSING}")
-_ZH_ENDS = re.compile(rf"(?=({_ZH_CLOSING}))")
+_ZH_FRAME = re.compile(
+    rf"(.+?)[和与跟與](.+?)(?:之间|之間)?(?:的|有)?(?:什么|什麼|何)?(?:{'|'.join(_ZH_ENDS)})"
+)
 
 
 def _chinese(query: str) -> list[str] | None:

@@ -204,26 +204,26 @@ class OffTopicCut:
 def script_of(text: str) -> str:
     """The script most of ``text``'s letters are written in: ``latin``, ``cjk`` (Han, kana),
     ``hangul``, ``thai``, ``arabic``, ``cyrillic``, ``other``; ``none`` without letters."""
-    counts: Counter[str] = Counter()
-    for char in text:
-        if not char.isalpha():
-            continue
-        name = unicodedata.name(char, "")
-        if name.startswith(("LATIN", "FULLWIDTH LATIN")):
-            counts["latin"] += 1
-        elif name.startswith(("CJK", "HIRAGANA", "KATAKANA")):
-            counts["cjk"] += 1
-        elif name.startswith("HANGUL"):
-            counts["hangul"] += 1
-        elif name.startswith("THAI"):
-            counts["thai"] += 1
-        elif name.startswith("ARABIC"):
-            counts["arabic"] += 1
-        elif name.startswith("CYRILLIC"):
-            counts["cyrillic"] += 1
-        else:
-            counts["other"] += 1
+    counts = Counter(map(_script_of_char, text))
+    counts.pop(None, None)
     return counts.most_common(1)[0][0] if counts else "none"
+
+
+@cache
+def _script_of_char(char: str) -> str | None:
+    """One character's script bucket for ``script_of``; None for a non-letter (kept per
+    character: a long question repeats its characters)."""
+    if not char.isalpha():
+        return None
+    name = unicodedata.name(char, "")
+    if name.startswith(("LATIN", "FULLWIDTH LATIN")):
+        return "latin"
+    if name.startswith(("CJK", "HIRAGANA", "KATAKANA")):
+        return "cjk"
+    for prefix in ("HANGUL", "THAI", "ARABIC", "CYRILLIC"):
+        if name.startswith(prefix):
+            return prefix.lower()
+    return "other"
 
 
 def script_shares(texts: Iterable[str]) -> dict[str, float]:
