@@ -206,7 +206,8 @@ def script_of(text: str) -> str:
     ``hangul``, ``thai``, ``arabic``, ``cyrillic``, ``other``; ``none`` without letters."""
     counts = Counter(map(_script_of_char, text))
     counts.pop(None, None)
-    return counts.most_common(1)[0][0] if counts else "none"
+    found = counts.most_common(1)[0][0] if counts else None
+    return found or "none"
 
 
 @cache
