@@ -44,10 +44,11 @@ Four measurements, one subcommand each:
 
 - ``long``: what a long question costs: the whole retriever (``from_store`` over the bundled
   sample notes, the critic on) on questions of 100 and 10,000 characters (the longest a run
-  searches), each round a question not asked before (its embedding not cached), English and
-  a mix of Japanese, Thai and Chinese; beside each, the query embedding alone. Sides
-  interleaved. Reported: medians, ragbrain's own time (the run less its embedding) and the
-  ratio of the 10,000-character question's to the 100-character one's. Results:
+  searches), each round a question not asked before, English and a mix of Japanese, Thai
+  and Chinese. The store embeds each question first (its query cache keeps it), then the run
+  is timed: ragbrain's own time, apart from the embedding. Sides interleaved. Reported:
+  medians of both, the own times' ratio, and the whole 10,000-character question against
+  1.2x the short one's own time plus its own embedding (<= 1 meets the target). Results:
   ``results/long_question.*``.
 
 - ``follow``: what following other processes costs a long-lived store (``Store.follow``), as
@@ -683,30 +684,28 @@ def long_question(base: str, filler: str, length: int, round_: int) -> str:
 
 def long_cost(args: argparse.Namespace) -> None:
     """Time 100- and 10,000-character questions; write results/long_question.{json,md}."""
+    from ragbrain.factory import open_store_and_graph
     from ragbrain.ingest import ingest
     from ragbrain.paths import sample_notes
 
     with tempfile.TemporaryDirectory(prefix="ragbrain-long-") as tmp:
-        store = Store.open(Path(tmp) / "store", default_embeddings(), create=True)
-        ingest(sample_notes(), store)
-        retriever = CorrectiveRetriever.from_store(Path(tmp) / "store")
-        embeddings = default_embeddings()
+        ingest(sample_notes(), Store.open(Path(tmp) / "store", default_embeddings(), create=True))
+        store, graph = open_store_and_graph(Path(tmp) / "store")
+        retriever = CorrectiveRetriever(graph=graph, known_types=store.known_types)
         lengths = (100, MAX_QUERY_CHARS)
-        runs: dict[str, list[float]] = {}
-        embeds: dict[str, list[float]] = {}
-        for kind in LONG_FILLERS:
-            for length in lengths:
-                runs[f"{kind} {length}"], embeds[f"{kind} {length}"] = [], []
+        keys = [f"{kind} {length}" for kind in LONG_FILLERS for length in lengths]
+        runs: dict[str, list[float]] = {key: [] for key in keys}
+        embeds: dict[str, list[float]] = {key: [] for key in keys}
         for round_ in range(-2, args.rounds):  # two rounds of warm-up
             order = [(kind, length) for kind in LONG_FILLERS for length in lengths]
             if round_ % 2:
                 order.reverse()
             for kind, length in order:
-                query = long_question(
-                    QUERIES[round_ % len(QUERIES)], LONG_FILLERS[kind], length, round_
-                )
-                embed = timed(functools.partial(embeddings.embed_query, query))
-                forget_queries(store)
+                base = QUERIES[round_ % len(QUERIES)]
+                query = long_question(base, LONG_FILLERS[kind], length, round_)
+                # The store's own embedding of the question (kept in its query cache), then
+                # the run, which finds it there: the run's time is ragbrain's own.
+                embed = timed(functools.partial(store.embed_query, query))
                 run = timed(functools.partial(retriever.invoke, query))
                 if round_ >= 0:
                     runs[f"{kind} {length}"].append(run * 1000)
@@ -714,35 +713,37 @@ def long_cost(args: argparse.Namespace) -> None:
     rows = []
     for kind in LONG_FILLERS:
         short, long_ = f"{kind} 100", f"{kind} {MAX_QUERY_CHARS}"
-        medians = {
-            key: (statistics.median(runs[key]), statistics.median(embeds[key]))
+        own = {key: statistics.median(runs[key]) for key in (short, long_)}
+        embedded = {key: statistics.median(embeds[key]) for key in (short, long_)}
+        whole = {
+            key: statistics.median(r + e for r, e in zip(runs[key], embeds[key], strict=True))
             for key in (short, long_)
         }
-        own = {key: run - embed for key, (run, embed) in medians.items()}
         rows.append(
             {
                 "kind": kind,
-                "run_100_ms": medians[short][0],
-                "run_long_ms": medians[long_][0],
-                "embed_100_ms": medians[short][1],
-                "embed_long_ms": medians[long_][1],
+                "own_100_ms": own[short],
+                "own_long_ms": own[long_],
+                "embed_100_ms": embedded[short],
+                "embed_long_ms": embedded[long_],
                 "own_ratio": own[long_] / own[short],
-                "run_ratio": medians[long_][0] / medians[short][0],
+                "whole_ratio": whole[long_] / whole[short],
+                "target_ratio": whole[long_] / (1.2 * own[short] + embedded[long_]),
             }
         )
     payload = {"rounds": args.rounds, "rows": rows, "runs_ms": runs, "embeds_ms": embeds}
     lines = [
         f"# A 10,000-character question against a 100-character one (median of {args.rounds})",
         "",
-        "| text | run, 100 chars | run, 10,000 | embedding, 100 | embedding, 10,000 "
-        "| own time (run less embedding), 10,000 / 100 | run, 10,000 / 100 |",
+        "| text | ragbrain's own, 100 chars | own, 10,000 | own, 10,000 / 100 | embedding, 100 "
+        "| embedding, 10,000 | whole, 10,000 / (1.2 x own 100 + embedding 10,000) |",
         "|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         lines.append(
-            f"| {row['kind']} | {row['run_100_ms']:.1f} ms | {row['run_long_ms']:.1f} ms | "
-            f"{row['embed_100_ms']:.1f} ms | {row['embed_long_ms']:.1f} ms | "
-            f"{row['own_ratio']:.2f}x | {row['run_ratio']:.2f}x |"
+            f"| {row['kind']} | {row['own_100_ms']:.1f} ms | {row['own_long_ms']:.1f} ms | "
+            f"{row['own_ratio']:.2f}x | {row['embed_100_ms']:.1f} ms | "
+            f"{row['embed_long_ms']:.1f} ms | {row['target_ratio']:.2f} |"
         )
     markdown = "\n".join(lines) + "\n"
     save("long_question", payload, markdown)

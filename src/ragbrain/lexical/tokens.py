@@ -288,6 +288,11 @@ def script_counts(text: str) -> Counter[Language]:
     """
     counts: Counter[Language] = Counter()
     text = normalize(text)
+    if text.isascii():  # Latin letters and digits only (``_`` is not a word character here)
+        letters = sum(map(str.isalnum, text))
+        if letters:
+            counts["en"] = letters
+        return counts
     japanese = _KANA.search(text) is not None
     for match in _RUNS.finditer(text):
         run = match.group()

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import lru_cache
 
 from ragbrain.query.compound_words import CLAUSE_STARTS, FIXED_PHRASES, PRONOUNS, VERBS
 
@@ -256,8 +257,15 @@ def split_compound(query: str) -> list[str]:
     Returns:
         Two non-empty parts, or an empty list.
     """
+    return list(_split(query))
+
+
+@lru_cache(maxsize=32)
+def _split(query: str) -> tuple[str, ...]:
+    """``split_compound``, kept for the last few questions (a run asks twice: its depth and
+    its searches)."""
     for frame in _FRAMES:
         parts = frame(query)
         if parts is not None:
-            return parts
-    return _english_and(query)
+            return tuple(parts)
+    return tuple(_english_and(query))
