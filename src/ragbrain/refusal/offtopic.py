@@ -253,7 +253,7 @@ def query_vectors(embeddings: Embeddings, texts: Sequence[str]) -> np.ndarray:
     model = model_name_of(embeddings)
     variant = str(getattr(embeddings, "variant", ""))
     probe = embeddings.embed_query(texts[0])
-    shipped = shipped_vectors(model, variant, texts, probe)
+    shipped = shipped_vectors(embeddings, model, variant, texts, probe)
     if shipped is not None:
         return shipped
     dimension = str(len(probe))
