@@ -16,6 +16,8 @@ less than the wall time); the child reports its own open and first-query times.
 ``--check-cost`` times the model check alone instead: the collection's inspection with and
 without it (``ragbrain.store.wrapped.inspect_collection``), in this process, for the app's
 ``HuggingFaceEmbeddings`` and ragbrain's own all-MiniLM-L6-v2, median of ``--runs``.
+``--warm N`` measures warm latency instead: both retrievers in one process over ``N`` SciFact
+queries neither has seen, interleaved, p50 each (``results/cold_open_warm.*``).
 ``--gate-cost`` times the gate's one-time calibration on the app's store under a model ragbrain
 has no shipped gate for (all-MiniLM-L6-v2's folder under another name): 300 pseudo-questions.
 """
@@ -220,6 +222,46 @@ def gate_cost(data: Path, docs: int) -> dict[str, Any]:
     return {"seconds": round(seconds, 2), "threshold": found.threshold if found else None}
 
 
+def warm_latency(data: Path, docs: int, questions: int) -> dict[str, Any]:
+    """Warm latency on the app's store, in one process: ``as_retriever(k=4)`` against
+    ``from_vectorstore(vectorstore, type_key="kind")``, interleaved (the order alternating),
+    over SciFact queries neither side has seen (each embeds its question afresh)."""
+    from langchain_chroma import Chroma
+
+    from ragbrain import CorrectiveRetriever
+
+    work = Path(tempfile.mkdtemp(prefix="ragbrain-warm-"))
+    try:
+        os.environ["RAGBRAIN_CACHE"] = str(work / "cache")
+        build(data, docs, work / "chroma")
+        vectorstore = Chroma("app", app_embeddings(), persist_directory=str(work / "chroma"))
+        sides: dict[str, Any] = {
+            "as_retriever": vectorstore.as_retriever(search_kwargs={"k": 4}),
+            "ragbrain": CorrectiveRetriever.from_vectorstore(vectorstore, type_key="kind"),
+        }
+        with (data / "queries.jsonl").open(encoding="utf-8") as lines:
+            asked = [json.loads(line)["text"] for line in lines][: questions + 3]
+        for retriever in sides.values():  # warm-up: the first calls load what they need
+            for query in asked[:3]:
+                retriever.invoke(f"{query} (warm-up)")
+        times: dict[str, list[float]] = {name: [] for name in sides}
+        for turn, query in enumerate(asked[3:]):
+            order = list(sides) if turn % 2 == 0 else list(reversed(sides))
+            for name in order:
+                started = time.perf_counter()
+                sides[name].invoke(query)
+                times[name].append((time.perf_counter() - started) * 1000)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    p50 = {name: statistics.median(values) for name, values in times.items()}
+    return {
+        "questions": questions,
+        "p50_ms": p50,
+        "ratio": p50["ragbrain"] / p50["as_retriever"],
+        "all_ms": times,
+    }
+
+
 def markdown(result: dict[str, Any]) -> str:
     m = result["medians"]
     lines = [
@@ -245,6 +287,17 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _warm_markdown(found: dict[str, Any], docs: int) -> str:
+    p50 = found["p50_ms"]
+    return (
+        f"# Warm latency: {docs} SciFact abstracts, {found['questions']} unseen questions\n\n"
+        "| retriever | p50 (ms) | ratio |\n|---|---|---|\n"
+        f"| `as_retriever(k=4)` | {p50['as_retriever']:.1f} | 1.00x |\n"
+        f'| `from_vectorstore(vectorstore, type_key="kind")` | {p50["ragbrain"]:.1f} | '
+        f"{found['ratio']:.2f}x |\n"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=Path("../shared/data/scifact"))
@@ -252,11 +305,17 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--check-cost", action="store_true")
     parser.add_argument("--gate-cost", action="store_true")
+    parser.add_argument("--warm", type=int, metavar="QUESTIONS", help="Warm latency instead.")
     parser.add_argument("--child", choices=("as_retriever", "ragbrain"))
     parser.add_argument("--folder", type=Path)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(args.child, args.folder)))
+        return
+    if args.warm:
+        found = warm_latency(args.data, args.docs, args.warm)
+        save(f"{NAME}_warm", found, _warm_markdown(found, args.docs))
+        print(_warm_markdown(found, args.docs))
         return
     if args.gate_cost:
         print(json.dumps(gate_cost(args.data, args.docs)))
