@@ -11,7 +11,7 @@ model under a shipped name, or another runtime recomputes the vectors (and cache
 
 The files are written by::
 
-    python -m ragbrain.refusal.shipped
+    python -m ragbrain.refusal.bank_writer
 
 which embeds the bank with every shipped model (all-MiniLM-L6-v2 and multilingual-e5-small),
 each under both backends (ONNX Runtime int8 and torch fp32, which ``HuggingFaceEmbeddings``
@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import io
 import logging
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -110,21 +109,3 @@ def write(embeddings: Embeddings, texts: Sequence[str], folder: Path = FOLDER) -
     path = folder / file_name(model_name_of(embeddings), str(getattr(embeddings, "variant", "")))
     write_bytes(path, buffer.getvalue())
     return path
-
-
-def main() -> None:
-    """Write the files of every shipped model under both backends."""
-    from ragbrain.models import embeddings as models
-    from ragbrain.paths import BACKEND_ENV
-    from ragbrain.refusal.offtopic import bank
-
-    for backend in ("onnx", "torch"):
-        os.environ[BACKEND_ENV] = backend
-        for load in (models.default_embeddings, models.e5_embeddings):
-            load.cache_clear()
-            path = write(load(), bank())
-            print(f"{path.name}: {path.stat().st_size:,} bytes")
-
-
-if __name__ == "__main__":
-    main()
