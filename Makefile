@@ -16,7 +16,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(VENV)/.installed: pyproject.toml constraints.txt | $(BIN)/python
-	$(BIN)/pip install -q $(CONSTRAINTS) -e . 2>&1 | $(QUIET_PIP)
+	$(BIN)/pip install -q $(CONSTRAINTS) -e '.[multilingual]' 2>&1 | $(QUIET_PIP)
 	$(BIN)/python -c "import ragbrain"
 	touch $@
 

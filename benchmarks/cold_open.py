@@ -8,13 +8,16 @@ The app's store is built the documented way: ``Chroma.from_documents`` with
 settings (l2), ``--docs`` SciFact abstracts one Document each. Each run is a fresh process
 pinned to one core (``taskset -c 0``) that opens the store and answers one question; its wall
 time, Python's start included, is measured from outside, the sides taking turns, ``--runs``
-times each; the child reports its own open and first-query times.
+times each, with its CPU time (user + sys, which other load on a shared machine inflates
+less than the wall time); the child reports its own open and first-query times.
 
     python -m benchmarks.cold_open --data ../shared/data/scifact --docs 580 --runs 3
 
 ``--check-cost`` times the model check alone instead: the collection's inspection with and
 without it (``ragbrain.store.wrapped.inspect_collection``), in this process, for the app's
 ``HuggingFaceEmbeddings`` and ragbrain's own all-MiniLM-L6-v2, median of ``--runs``.
+``--warm N`` measures warm latency instead: both retrievers in one process over ``N`` SciFact
+queries neither has seen, interleaved, p50 each (``results/cold_open_warm.*``).
 ``--gate-cost`` times the gate's one-time calibration on the app's store under a model ragbrain
 has no shipped gate for (all-MiniLM-L6-v2's folder under another name): 300 pseudo-questions.
 """
@@ -24,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -107,6 +111,7 @@ def child(side: str, folder: Path) -> dict[str, Any]:
 def run_child(side: str, folder: Path, cache: Path) -> dict[str, Any]:
     env = {**os.environ, "RAGBRAIN_CACHE": str(cache), "OMP_NUM_THREADS": "1"}
     command = ["taskset", "-c", "0", sys.executable, "-m", "benchmarks.cold_open"]
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(
         [*command, "--child", side, "--folder", str(folder)],
@@ -116,7 +121,9 @@ def run_child(side: str, folder: Path, cache: Path) -> dict[str, Any]:
         env=env,
     )
     wall = time.perf_counter() - started
-    return {"process_s": wall, **json.loads(done.stdout.strip().splitlines()[-1])}
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - used.ru_utime) + (after.ru_stime - used.ru_stime)
+    return {"process_s": wall, "cpu_s": cpu, **json.loads(done.stdout.strip().splitlines()[-1])}
 
 
 def measure(data: Path, docs: int, runs: int) -> dict[str, Any]:
@@ -144,6 +151,8 @@ def measure(data: Path, docs: int, runs: int) -> dict[str, Any]:
         "medians": medians,
         "cold_ratio": medians["cold"]["process_s"] / base,
         "warm_ratio": medians["warm"]["process_s"] / base,
+        "cold_cpu_ratio": medians["cold"]["cpu_s"] / medians["as_retriever"]["cpu_s"],
+        "warm_cpu_ratio": medians["warm"]["cpu_s"] / medians["as_retriever"]["cpu_s"],
         "all": sides,
     }
 
@@ -213,14 +222,55 @@ def gate_cost(data: Path, docs: int) -> dict[str, Any]:
     return {"seconds": round(seconds, 2), "threshold": found.threshold if found else None}
 
 
+def warm_latency(data: Path, docs: int, questions: int) -> dict[str, Any]:
+    """Warm latency on the app's store, in one process: ``as_retriever(k=4)`` against
+    ``from_vectorstore(vectorstore, type_key="kind")``, interleaved (the order alternating),
+    over SciFact queries neither side has seen (each embeds its question afresh)."""
+    from langchain_chroma import Chroma
+
+    from ragbrain import CorrectiveRetriever
+
+    work = Path(tempfile.mkdtemp(prefix="ragbrain-warm-"))
+    try:
+        os.environ["RAGBRAIN_CACHE"] = str(work / "cache")
+        build(data, docs, work / "chroma")
+        vectorstore = Chroma("app", app_embeddings(), persist_directory=str(work / "chroma"))
+        sides: dict[str, Any] = {
+            "as_retriever": vectorstore.as_retriever(search_kwargs={"k": 4}),
+            "ragbrain": CorrectiveRetriever.from_vectorstore(vectorstore, type_key="kind"),
+        }
+        with (data / "queries.jsonl").open(encoding="utf-8") as lines:
+            asked = [json.loads(line)["text"] for line in lines][: questions + 3]
+        for retriever in sides.values():  # warm-up: the first calls load what they need
+            for query in asked[:3]:
+                retriever.invoke(f"{query} (warm-up)")
+        times: dict[str, list[float]] = {name: [] for name in sides}
+        for turn, query in enumerate(asked[3:]):
+            order = list(sides) if turn % 2 == 0 else list(reversed(sides))
+            for name in order:
+                started = time.perf_counter()
+                sides[name].invoke(query)
+                times[name].append((time.perf_counter() - started) * 1000)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    p50 = {name: statistics.median(values) for name, values in times.items()}
+    return {
+        "questions": questions,
+        "p50_ms": p50,
+        "ratio": p50["ragbrain"] / p50["as_retriever"],
+        "all_ms": times,
+    }
+
+
 def markdown(result: dict[str, Any]) -> str:
     m = result["medians"]
     lines = [
         f"# Cold open: {result['docs']} SciFact abstracts, one core, median of "
         f"{result['runs']} fresh processes",
         "",
-        "| process | wall (s) | model + store (s) | open (s) | first query (s) | ratio |",
-        "|---|---|---|---|---|---|",
+        "| process | wall (s) | model + store (s) | open (s) | first query (s) | ratio "
+        "| CPU (s) | CPU ratio |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for side, label in (
         ("as_retriever", "`vectorstore.as_retriever(k=4)`"),
@@ -228,11 +278,24 @@ def markdown(result: dict[str, Any]) -> str:
         ("warm", "`from_vectorstore(vectorstore)`, cache kept"),
     ):
         ratio = m[side]["process_s"] / m["as_retriever"]["process_s"]
+        cpu_ratio = m[side]["cpu_s"] / m["as_retriever"]["cpu_s"]
         lines.append(
             f"| {label} | {m[side]['process_s']:.2f} | {m[side]['model_and_store_s']:.2f} | "
-            f"{m[side]['open_s']:.2f} | {m[side]['first_query_s']:.3f} | {ratio:.2f}x |"
+            f"{m[side]['open_s']:.2f} | {m[side]['first_query_s']:.3f} | {ratio:.2f}x | "
+            f"{m[side]['cpu_s']:.2f} | {cpu_ratio:.2f}x |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _warm_markdown(found: dict[str, Any], docs: int) -> str:
+    p50 = found["p50_ms"]
+    return (
+        f"# Warm latency: {docs} SciFact abstracts, {found['questions']} unseen questions\n\n"
+        "| retriever | p50 (ms) | ratio |\n|---|---|---|\n"
+        f"| `as_retriever(k=4)` | {p50['as_retriever']:.1f} | 1.00x |\n"
+        f'| `from_vectorstore(vectorstore, type_key="kind")` | {p50["ragbrain"]:.1f} | '
+        f"{found['ratio']:.2f}x |\n"
+    )
 
 
 def main() -> None:
@@ -242,11 +305,17 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--check-cost", action="store_true")
     parser.add_argument("--gate-cost", action="store_true")
+    parser.add_argument("--warm", type=int, metavar="QUESTIONS", help="Warm latency instead.")
     parser.add_argument("--child", choices=("as_retriever", "ragbrain"))
     parser.add_argument("--folder", type=Path)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(args.child, args.folder)))
+        return
+    if args.warm:
+        found = warm_latency(args.data, args.docs, args.warm)
+        save(f"{NAME}_warm", found, _warm_markdown(found, args.docs))
+        print(_warm_markdown(found, args.docs))
         return
     if args.gate_cost:
         print(json.dumps(gate_cost(args.data, args.docs)))

@@ -40,6 +40,16 @@ Four measurements, one subcommand each:
     python -m benchmarks.latency graph [--runs 400]
     python -m benchmarks.latency cold [--rounds 5] [--baseline-rev main]
     python -m benchmarks.latency follow [--sizes 10000] [--rounds 5] [--reopens 30]
+    python -m benchmarks.latency long [--rounds 7]
+
+- ``long``: what a long question costs: the whole retriever (``from_store`` over the bundled
+  sample notes, the critic on) on questions of 100 and 10,000 characters (the longest a run
+  searches), each round a question not asked before, English and a mix of Japanese, Thai
+  and Chinese. The store embeds each question first (its query cache keeps it), then the run
+  is timed: ragbrain's own time, apart from the embedding. Sides interleaved. Reported:
+  medians of both, the own times' ratio, and the whole 10,000-character question against
+  1.2x the short one's own time plus its own embedding (<= 1 meets the target). Results:
+  ``results/long_question.*``.
 
 - ``follow``: what following other processes costs a long-lived store (``Store.follow``), as
   ratios to a plain query on the same store: the check when nothing changed (a stat; timed
@@ -90,6 +100,7 @@ from ragbrain.evaluation import dense_retriever, eval_critic
 from ragbrain.hybrid import hybrid_search
 from ragbrain.lexical.index import LexicalIndex
 from ragbrain.models.embeddings import default_embeddings
+from ragbrain.query.inputs import MAX_QUERY_CHARS
 from ragbrain.state import RetrievalInput, RetrievalOutput, RetrievalState
 from ragbrain.store.lexical import index_path, sync_lexical
 
@@ -355,6 +366,7 @@ import ragbrain.cli; mark("import ragbrain.cli")
 from ragbrain.retriever import CorrectiveRetriever; mark("import the retriever")
 try:
     from ragbrain.models.embeddings import default_embeddings
+from ragbrain.query.inputs import MAX_QUERY_CHARS
 except ImportError:  # a baseline tree from before the models/ package
     from ragbrain.embeddings import default_embeddings
 embeddings = default_embeddings(); embeddings.embed_query("x"); mark("embedding model")
@@ -654,6 +666,90 @@ def follow_cost(args: argparse.Namespace) -> None:
     )
 
 
+# --- long: a 10,000-character question against a 100-character one ------------------------
+
+#: Filler of each kind, repeated to the length asked: prose as an app pastes it, and the three
+#: scripts whose comparison frames were once quadratic.
+LONG_FILLERS = {
+    "English": "The job wrote its log to the shared volume and then stopped without an error. ",
+    "ja/th/zh": "バックアップが失敗した原因と対策 การสำรองข้อมูลล้มเหลวทุกคืน 数据库备份失败的原因 ",
+}
+
+
+def long_question(base: str, filler: str, length: int, round_: int) -> str:
+    """``base`` made unique to the round, then ``filler`` up to ``length`` characters."""
+    head = f"{base} (case {round_}) "
+    return (head + filler * (length // len(filler) + 1))[:length]
+
+
+def long_cost(args: argparse.Namespace) -> None:
+    """Time 100- and 10,000-character questions; write results/long_question.{json,md}."""
+    from ragbrain.factory import open_store_and_graph
+    from ragbrain.ingest import ingest
+    from ragbrain.paths import sample_notes
+
+    with tempfile.TemporaryDirectory(prefix="ragbrain-long-") as tmp:
+        ingest(sample_notes(), Store.open(Path(tmp) / "store", default_embeddings(), create=True))
+        store, graph = open_store_and_graph(Path(tmp) / "store")
+        retriever = CorrectiveRetriever(graph=graph, known_types=store.known_types)
+        lengths = (100, MAX_QUERY_CHARS)
+        keys = [f"{kind} {length}" for kind in LONG_FILLERS for length in lengths]
+        runs: dict[str, list[float]] = {key: [] for key in keys}
+        embeds: dict[str, list[float]] = {key: [] for key in keys}
+        for round_ in range(-2, args.rounds):  # two rounds of warm-up
+            order = [(kind, length) for kind in LONG_FILLERS for length in lengths]
+            if round_ % 2:
+                order.reverse()
+            for kind, length in order:
+                base = QUERIES[round_ % len(QUERIES)]
+                query = long_question(base, LONG_FILLERS[kind], length, round_)
+                # The store's own embedding of the question (kept in its query cache), then
+                # the run, which finds it there: the run's time is ragbrain's own.
+                embed = timed(functools.partial(store.embed_query, query))
+                run = timed(functools.partial(retriever.invoke, query))
+                if round_ >= 0:
+                    runs[f"{kind} {length}"].append(run * 1000)
+                    embeds[f"{kind} {length}"].append(embed * 1000)
+    rows = []
+    for kind in LONG_FILLERS:
+        short, long_ = f"{kind} 100", f"{kind} {MAX_QUERY_CHARS}"
+        own = {key: statistics.median(runs[key]) for key in (short, long_)}
+        embedded = {key: statistics.median(embeds[key]) for key in (short, long_)}
+        whole = {
+            key: statistics.median(r + e for r, e in zip(runs[key], embeds[key], strict=True))
+            for key in (short, long_)
+        }
+        rows.append(
+            {
+                "kind": kind,
+                "own_100_ms": own[short],
+                "own_long_ms": own[long_],
+                "embed_100_ms": embedded[short],
+                "embed_long_ms": embedded[long_],
+                "own_ratio": own[long_] / own[short],
+                "whole_ratio": whole[long_] / whole[short],
+                "target_ratio": whole[long_] / (1.2 * own[short] + embedded[long_]),
+            }
+        )
+    payload = {"rounds": args.rounds, "rows": rows, "runs_ms": runs, "embeds_ms": embeds}
+    lines = [
+        f"# A 10,000-character question against a 100-character one (median of {args.rounds})",
+        "",
+        "| text | ragbrain's own, 100 chars | own, 10,000 | own, 10,000 / 100 | embedding, 100 "
+        "| embedding, 10,000 | whole, 10,000 / (1.2 x own 100 + embedding 10,000) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row['kind']} | {row['own_100_ms']:.1f} ms | {row['own_long_ms']:.1f} ms | "
+            f"{row['own_ratio']:.2f}x | {row['embed_100_ms']:.1f} ms | "
+            f"{row['embed_long_ms']:.1f} ms | {row['target_ratio']:.2f} |"
+        )
+    markdown = "\n".join(lines) + "\n"
+    save("long_question", payload, markdown)
+    print(markdown)
+
+
 def main() -> None:
     """Parse the subcommand and run its measurement."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -683,6 +779,9 @@ def main() -> None:
     five.add_argument("--rounds", type=int, default=5)
     five.add_argument("--reopens", type=int, default=30, help="Reopens for the memory check.")
     five.set_defaults(run=follow_cost)
+    six = commands.add_parser("long", help="a 10,000-character question against a short one")
+    six.add_argument("--rounds", type=int, default=7)
+    six.set_defaults(run=long_cost)
     args = parser.parse_args()
     args.run(args)
 

@@ -14,7 +14,7 @@ from ragbrain.errors import InvalidInputError, WrongTypeError
 
 #: The retriever's fields a caller may set (``CorrectiveRetriever(...)`` and the ``from_*``
 #: constructors' ``**fields``): its own, and BaseRetriever's ``tags`` and ``metadata``.
-RETRIEVER_FIELDS = ("context", "k", "type_filter", "filters", "tags", "metadata")
+RETRIEVER_FIELDS = ("context", "k", "type_filter", "filter", "filters", "tags", "metadata")
 #: Fields the ``from_*`` constructors fill in themselves (a caller may still pass them).
 FILLED_FIELDS = ("graph", "known_types", "store_notes", "name")
 #: ``as_retriever``'s ``search_kwargs`` keys ragbrain reads.
@@ -37,6 +37,8 @@ def check_field_types(fields: Mapping[str, Any], where: str) -> None:
         check_k(fields["k"], name=f"{where}: k")
     if "type_filter" in fields:
         check_types(fields["type_filter"])
+    if fields.get("filter") is not None:
+        check_types(fields["filter"])
     if "filters" in fields:
         Filters.parse(fields["filters"])
     context = fields.get("context")
@@ -66,14 +68,14 @@ def read_search_kwargs(
     fields: dict[str, Any], where: str, type_key: str = "type"
 ) -> dict[str, Any]:
     """``fields`` with ``search_kwargs`` (as ``vectorstore.as_retriever(search_kwargs=...)``
-    takes it) read into the retriever's own fields: its ``k`` becomes ``k``, a ``filter`` on
-    the note type (``{type_key: "bug"}``, ``{type_key: {"$in": [...]}}`` or ``{"$eq": ...}``)
-    becomes ``type_filter``.
+    takes it) read into the retriever's own fields: its ``k`` becomes ``k``, its ``filter``
+    (on the note type: ``{type_key: "bug"}``, ``{type_key: {"$in": [...]}}`` or
+    ``{"$eq": ...}``) becomes ``filter``, the hard constraint (``read_filter``).
 
     Raises:
         InvalidInputError: Any other key or filter (``score_threshold``, ``fetch_k``, a filter
             on another key), pointing to what ragbrain offers instead; a ``k`` or a type
-            given both ways.
+            or a filter given both ways.
     """
     if "search_kwargs" not in fields:
         return fields
@@ -96,21 +98,36 @@ def read_search_kwargs(
             raise InvalidInputError(f"{where}: k is given twice (k= and search_kwargs['k']).")
         fields["k"] = given["k"]
     if "filter" in given and given["filter"] is not None:
-        types = _type_filter(given["filter"], type_key, where)
-        if fields.get("type_filter") is not None:
+        if fields.get("filter") is not None and fields["filter"] != given["filter"]:
             raise InvalidInputError(
-                f"{where}: the note type is given twice (type_filter= and search_kwargs['filter'])."
+                f"{where}: filter is given twice (filter= and search_kwargs['filter'])."
             )
-        fields["type_filter"] = types
+        fields["filter"] = given["filter"]
     return fields
 
 
-def _type_filter(where_clause: Any, type_key: str, where: str) -> str | list[str]:
+def read_filter(fields: dict[str, Any], where: str, type_key: str = "type") -> dict[str, Any]:
+    """``fields`` with a LangChain ``filter`` (a Chroma ``where`` clause on ``type_key``) read
+    into the list of note types every chunk must have: a hard constraint, kept by every
+    step (``type_filter`` is the soft one the fallback may widen).
+
+    Raises:
+        InvalidInputError: A clause on another key or with another operator, pointing to
+            ``type_filter`` and ``filters``.
+    """
+    given = fields.get("filter")
+    if given is None or (isinstance(given, list) and all(isinstance(t, str) for t in given)):
+        return fields  # absent, or already read
+    types = type_clause(given, type_key, where)
+    return {**fields, "filter": [types] if isinstance(types, str) else types}
+
+
+def type_clause(where_clause: Any, type_key: str, where: str) -> str | list[str]:
     """The note type(s) a Chroma ``where`` clause on ``type_key`` selects."""
     pointer = (
-        f"{where}: search_kwargs['filter'] is read only as a filter on the note type "
+        f"{where}: filter (or search_kwargs['filter']) is read only as a filter on the note type "
         f"({{{type_key!r}: 'bug'}} or {{{type_key!r}: {{'$in': [...]}}}}); got {where_clause!r}. "
-        "Pass type_filter= for note types and filters= for paths, tags and dates "
+        "Pass type_filter= for a soft type filter and filters= for paths, tags and dates "
         "(ragbrain.Filters)."
     )
     if not isinstance(where_clause, Mapping) or list(where_clause) != [type_key]:

@@ -97,6 +97,8 @@ class Built:
         critic_off_reason: Why the critic is off (what the trace says).
         notes: The trace's lines about the store (a wrapped collection's distances, gate and
             what it lacks).
+        live_notes: The same lines as of now (the record count after other processes'
+            writes, as the lexical index follows them); None: ``notes`` do not change.
     """
 
     store: Store
@@ -105,6 +107,7 @@ class Built:
     critic: Critic | None
     critic_off_reason: str
     notes: tuple[str, ...] = ()
+    live_notes: Callable[[], list[str]] | None = None
 
 
 def assemble(
@@ -229,7 +232,14 @@ def open_vectorstore(
         return lexical
 
     built = assemble(store, options, prepare)
-    return dataclasses.replace(built, notes=tuple(notes))
+    searcher, gate = built.lexical, notes[len(inspection.notes()) :]
+
+    def live_notes() -> list[str]:
+        # The index follows the collection on every run (a stat; ``LexicalSearcher.index``).
+        count = len(searcher.index) if searcher is not None else None
+        return [*inspection.notes(count), *gate]
+
+    return dataclasses.replace(built, notes=tuple(notes), live_notes=live_notes)
 
 
 def open_graph(

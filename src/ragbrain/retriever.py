@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,7 @@ from ragbrain.arguments import (
     FILLED_FIELDS,
     RETRIEVER_FIELDS,
     check_field_types,
+    read_filter,
     read_search_kwargs,
 )
 from ragbrain.checks import check_embeddings, check_flag, check_names, describe
@@ -37,7 +39,7 @@ from ragbrain.factory import (
 )
 from ragbrain.query.filters import Filters
 from ragbrain.query.inputs import MAX_QUERY_CHARS, check_k, check_types
-from ragbrain.query.typematch import unknown_types
+from ragbrain.query.typematch import unknown_types, unknown_types_message
 from ragbrain.state import RETRIEVAL_KEY, RetrievalInput, RetrievalOutput
 from ragbrain.store.resilience import StorePolicy
 from ragbrain.store.view import STORED_METADATA, restore_metadata
@@ -77,7 +79,18 @@ class CorrectiveRetriever(BaseRetriever):
     graph: Any = Field(description="The compiled graph from `ragbrain.build_graph`.")
     context: RetrievalContext = Field(default_factory=RetrievalContext)
     k: int | None = Field(default=None, description="Fixed depth; None lets the query choose.")
-    type_filter: str | list[str] | None = Field(default=None, description="Note type(s).")
+    type_filter: str | list[str] | None = Field(
+        default=None,
+        description="Note type(s) searched first: a soft filter, which the fallback widens "
+        "when the first search is poor.",
+    )
+    filter: list[str] | None = Field(
+        default=None,
+        description="LangChain's ``filter``, a Chroma clause on the note type "
+        "(``{'type': 'bug'}``, ``{'type': {'$in': [...]}}``; ``from_vectorstore`` reads it "
+        "on its ``type_key``), held as the list of types: a hard constraint that every step "
+        "keeps, the fallback included.",
+    )
     # Any, checked by Filters.parse: pydantic would turn a dict into a dataclass silently.
     filters: Any = Field(
         default=None,
@@ -91,11 +104,12 @@ class CorrectiveRetriever(BaseRetriever):
         description="Returns the store's note types (``Store.known_types``), for "
         "``unknown_types``.",
     )
-    store_notes: list[str] = Field(
+    store_notes: list[str] | Callable[[], list[str]] = Field(
         default_factory=list,
         exclude=True,
         description="Lines about the store that ``run`` puts first in every run's notes (a "
-        "wrapped vector store's distances, gate and what it lacks).",
+        "wrapped vector store's records, distances, gate and what it lacks), or a callable "
+        "that says them as of the run.",
     )
 
     def __init__(self, **data: Any) -> None:
@@ -103,6 +117,7 @@ class CorrectiveRetriever(BaseRetriever):
         one ``InvalidInputError`` line naming it (not a validation dump of the graph)."""
         where = "CorrectiveRetriever"
         check_names(data, ("graph", *RETRIEVER_FIELDS, *FILLED_FIELDS), where)
+        data = read_filter(data, where)
         check_field_types(data, where)
         graph = data.get("graph")
         if not callable(getattr(graph, "invoke", None)):
@@ -207,8 +222,9 @@ class CorrectiveRetriever(BaseRetriever):
             check_model: Embed a few stored texts again and refuse a query model that did
                 not make the collection's vectors (``WrongModelError``); False opens anyway.
             **fields: ``context``, ``k``, ``type_filter``, ``filters``, ``tags``,
-                ``metadata``, and ``search_kwargs`` (its ``k``, and a ``filter`` on
-                ``type_key`` read as ``type_filter``); any other name is an
+                ``metadata``, ``filter`` (a clause on ``type_key``: a hard constraint), and
+                ``search_kwargs`` (its ``k``, and its ``filter`` read as ``filter``); any
+                other name is an
                 ``InvalidInputError`` naming the accepted ones.
 
         Raises:
@@ -247,7 +263,7 @@ class CorrectiveRetriever(BaseRetriever):
             ),
         )
         fields.setdefault("known_types", built.store.known_types)
-        fields.setdefault("store_notes", list(built.notes))
+        fields.setdefault("store_notes", built.live_notes or list(built.notes))
         return cls(graph=built.graph, **fields)
 
     @classmethod
@@ -270,7 +286,10 @@ class CorrectiveRetriever(BaseRetriever):
         k = check_k(merged["k"])
         context = self.context if k is None else dataclasses.replace(self.context, k=k)
         filters = Filters.parse(merged["filters"])
+        if self.filter:
+            filters = (filters or Filters()).with_types(self.filter)
         types = check_types(merged["type_filter"])
+        self._warn_unknown_types([*(types or ()), *(filters.types if filters else ())])
         text, notes = _read_query(query)
         payload = RetrievalInput(
             query=text, type_filter=types, filters=filters.spec() if filters else None
@@ -323,7 +342,8 @@ class CorrectiveRetriever(BaseRetriever):
 
     def _finish(self, output: RetrievalOutput, prepared: _Prepared) -> RetrievalOutput:
         output["documents"] = _as_stored(output["documents"])
-        output["notes"] = [*self.store_notes, *prepared.notes, *output["notes"]]
+        store = self.store_notes() if callable(self.store_notes) else self.store_notes
+        output["notes"] = [*store, *prepared.notes, *output["notes"]]
         return output
 
     def run(
@@ -391,6 +411,17 @@ class CorrectiveRetriever(BaseRetriever):
         await run_manager.on_retriever_end(output["documents"])
         return output
 
+    def _warn_unknown_types(self, types: Sequence[str]) -> None:
+        """A Python warning for each asked type that no stored chunk has, naming the closest
+        (the trace says the same: ``nodes.search``)."""
+        if not types or self.known_types is None:
+            return
+        known = self.known_types()
+        unknown = unknown_types(list(types), known)
+        if unknown:
+            message = unknown_types_message(unknown, known)
+            warnings.warn(f"type filter: {message}", UserWarning, stacklevel=4)
+
     def unknown_types(self, types: Sequence[str] | None) -> list[tuple[str, list[str]]]:
         """The types of ``types`` that match no stored type (case-insensitively), each with
         the closest stored ones; empty without ``known_types``
@@ -429,7 +460,7 @@ def _checked_fields(
     constructor's parameters and the retriever's fields), ``search_kwargs`` read, types
     checked."""
     check_names(fields, (*parameters, *RETRIEVER_FIELDS, "search_kwargs", *FILLED_FIELDS), where)
-    fields = read_search_kwargs(fields, where, type_key)
+    fields = read_filter(read_search_kwargs(fields, where, type_key), where, type_key)
     check_field_types(fields, where)
     return fields
 

@@ -119,3 +119,37 @@ def test_splits(query: str, parts: list[str]) -> None:
 )
 def test_does_not_split(query: str, why: str) -> None:
     assert split_compound(query) == [], why
+
+
+LONG = 10_000  # the longest question a retriever searches (longer ones are cut there)
+
+
+@pytest.mark.parametrize(
+    "filler",
+    ["と", "กับ ", "和", "and ", " ", "x vs ", "differs from "],
+    ids=["ja-to", "th-kap", "zh-he", "en-and", "spaces", "en-vs", "en-differs"],
+)
+def test_long_text_of_joins_without_a_frame_does_not_split(filler: str) -> None:
+    text = (filler * LONG)[:LONG]
+    parts = split_compound(text)
+    assert parts == [] or all(p.strip() for p in parts)
+
+
+@pytest.mark.parametrize(
+    ("frame", "parts"),
+    [
+        ("Redis和Memcached的区别", ["Redis", "Memcached"]),
+        ("Docker กับ Podman ต่างกันอย่างไร", ["Docker", "Podman"]),
+        ("DockerとPodmanの比較", ["Docker", "Podman"]),
+    ],
+    ids=["zh", "th", "ja"],
+)
+def test_a_frame_after_a_long_first_line_is_found(frame: str, parts: list[str]) -> None:
+    filler = ("the nightly backup job wrote its log to the shared volume " * 200)[: LONG - 100]
+    assert split_compound(f"{filler}\n{frame}") == parts
+
+
+def test_a_frame_lies_within_one_line() -> None:
+    # Its parts and closing words on different lines are not one frame.
+    assert split_compound("Docker กับ Podman\nต่างกันอย่างไร") == []
+    assert split_compound("Redis和\nMemcached的区别") == []

@@ -128,14 +128,18 @@ def test_search_kwargs_k_and_a_type_filter_are_honoured(vectorstore: Chroma) -> 
     typed = CorrectiveRetriever.from_vectorstore(
         vectorstore, critic=None, type_key="kind", search_kwargs={"filter": {"kind": "bug"}}
     )
-    assert typed.type_filter == "bug"
+    assert typed.filter == ["bug"] and typed.type_filter is None
     many = CorrectiveRetriever.from_vectorstore(
         vectorstore,
         critic=None,
         type_key="kind",
         search_kwargs={"k": 3, "filter": {"kind": {"$in": ["bug", "howto"]}}},
     )
-    assert many.k == 3 and many.type_filter == ["bug", "howto"]
+    assert many.k == 3 and many.filter == ["bug", "howto"]
+    direct = CorrectiveRetriever.from_vectorstore(
+        vectorstore, critic=None, type_key="kind", filter={"kind": {"$eq": "howto"}}
+    )
+    assert direct.filter == ["howto"]
 
 
 def test_from_store_and_the_constructor_are_strict_too(fake_store: Store) -> None:
@@ -147,7 +151,7 @@ def test_from_store_and_the_constructor_are_strict_too(fake_store: Store) -> Non
         fake_store.location, embeddings=BagOfWordsEmbeddings(), search_kwargs={"k": 2}
     )
     assert retriever.k == 2
-    with pytest.raises(InvalidInputError, match="Did you mean 'filters'"):
+    with pytest.raises(InvalidInputError, match="filters= for paths"):
         CorrectiveRetriever(graph=retriever.graph, filter={"path": "bug"})
 
 

@@ -61,6 +61,13 @@ def test_support_weighs_the_rare_words_a_chunk_holds(index: LexicalIndex) -> Non
     assert supports(index, "the of and", [NOTES["pg"], NOTES["git"]]) == [0.0, 0.0]
 
 
+def test_indexed_chunks_read_their_terms_from_the_index(index: LexicalIndex) -> None:
+    query = "postgres vacuum bloat after the redis deploy"
+    ids = [*NOTES, "not-indexed"]
+    texts = [*NOTES.values(), "vacuum"]
+    assert supports(index, query, texts, ids) == supports(index, query, texts)
+
+
 def test_the_shipped_layer_keeps_the_answer_and_drops_the_far_unrelated_chunk(
     index: LexicalIndex,
 ) -> None:

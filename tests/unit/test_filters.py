@@ -121,6 +121,12 @@ MATCHES: list[tuple[dict[str, Any], dict[str, Any], bool]] = [
     ({"path": "bug/x.md"}, meta("bug/x.md"), True),
     ({"path": "Bug"}, meta("bug/x.md"), False),
     ({"path": ["ops", "bug"]}, meta("bug/deep/y.md"), True),
+    ({"path": "shutil"}, meta("shutil.copy"), True),
+    ({"path": "shutil"}, meta("shutil/x.py"), True),
+    ({"path": "shutil"}, meta("shutilx"), False),
+    ({"path": "shutil"}, meta("shutilx.copy"), False),
+    ({"path": "os.path"}, meta("os.path.join"), True),
+    ({"path": "os.path"}, meta("os.pathsep"), False),
     ({"tags": "DB"}, meta("a.md", "db, ops"), True),
     ({"tags": "#ops"}, meta("a.md", "db, ops"), True),
     ({"tags": "project"}, meta("a.md", "project/alpha"), True),
@@ -150,6 +156,12 @@ MATCHES: list[tuple[dict[str, Any], dict[str, Any], bool]] = [
         "path-a-file",
         "path-case-matters",
         "path-any-of-two",
+        "path-dotted-child",
+        "path-slashed-child",
+        "path-dotted-not-a-longer-name",
+        "path-dotted-not-a-longer-parent",
+        "path-dotted-two-levels",
+        "path-dotted-not-a-longer-leaf",
         "tag-any-case",
         "tag-hash",
         "tag-nested-under",
@@ -399,3 +411,29 @@ def test_a_long_lived_searcher_sees_times_another_writer_rewrote(
     assert int(searcher.index.scope_mask(None, april).sum()) == 2
     found = sorted(h["metadata"]["source"] for h in server.search("backup", 5, None, april))
     assert found == ["a.md", "b.md"]
+
+
+def test_hard_types_match_and_read_back() -> None:
+    filters = Filters.parse({"types": ["Module", "class"], "path": "shutil"})
+    assert filters is not None and filters.types == ("module", "class")
+    assert Filters.parse(filters.spec()) == filters
+    assert filters.matches({"type": "MODULE", "source": "shutil.copy"})
+    assert not filters.matches({"type": "function", "source": "shutil.copy"})
+    assert filters.with_types(["class", "function"]).types == ("class",)
+    with pytest.raises(InvalidInputError, match="share no type"):
+        filters.with_types(["function"])
+    assert "type 'module' or 'class' (hard)" in filters.describe()
+
+
+def test_a_hard_type_filter_holds_through_the_fallback(scoped: Store) -> None:
+    LexicalSearcher(scoped)
+    retriever = CorrectiveRetriever.from_store(
+        scoped.folder,
+        embeddings=BagOfWordsEmbeddings(),
+        critic=None,
+        context=RetrievalContext(abstain="off"),
+    )
+    # The soft type 'lesson' matches nothing, so the fallback runs; the hard 'types' holds.
+    out = retriever.run("backup redis", type_filter="lesson", filters={"types": "decision"})
+    assert out["fallback"] and out["documents"]
+    assert {d.metadata["type"] for d in out["documents"]} == {"decision"}

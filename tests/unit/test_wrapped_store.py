@@ -318,12 +318,17 @@ def test_the_lexical_index_is_cached_and_follows_the_collection(
         vectorstore, critic=None, progress=lambda done, total: builds.append(total)
     )
     assert builds  # built once, with progress
-    # The app adds a note through its own vector store: the index follows (count and ids).
+    count = len(NOTES)
+    assert f"({count} records," in retriever.run("nightly backup")["notes"][0]
+    # The app adds a note through its own vector store: the index follows (count and ids),
+    # and so does the trace's record count.
     vectorstore.add_documents(
         [Document(page_content="Xylophone tuning guide", metadata={"source": "x.md"})],
         ids=["x"],
     )
-    assert retriever.invoke("xylophone")[0].id == "x"
+    out = retriever.run("xylophone")
+    assert out["documents"][0].id == "x"
+    assert f"({count + 1} records," in out["notes"][0]
     vectorstore.delete(ids=["x"])
     assert all(d.id != "x" for d in retriever.invoke("xylophone"))
     # Opened again: the kept index is reused, not rebuilt.
@@ -513,3 +518,47 @@ def test_type_key_added_later_is_seen_by_a_later_open_with_the_same_cache(tmp_pa
         Chroma("app", BagOfWordsEmbeddings(), persist_directory=folder), critic=None
     )
     assert again.known_types is not None and again.known_types() == [""]
+
+
+@pytest.mark.parametrize("mode", ["dense", "hybrid"])
+def test_a_search_kwargs_filter_is_hard_through_a_forced_fallback(
+    client: chromadb.ClientAPI, mode: str
+) -> None:
+    docs = [Document(page_content=t, metadata={"kind": p.split("/")[0]}) for p, t in NOTES.items()]
+    vectorstore = chroma(client, docs, BagOfWordsEmbeddings())
+    context = RetrievalContext(gate_threshold=0.0, search_mode=mode, abstain="off")  # all poor
+    hard = CorrectiveRetriever.from_vectorstore(
+        vectorstore,
+        critic=None,
+        type_key="kind",
+        context=context,
+        search_kwargs={"k": 4, "filter": {"kind": "howto"}},
+    )
+    soft = CorrectiveRetriever.from_vectorstore(
+        vectorstore, critic=None, type_key="kind", context=context, type_filter="howto", k=4
+    )
+    for question in ("nightly backup credentials expired", "redis cache eviction", "deploy"):
+        held = hard.run(question, type_filter="decision")  # soft type: the fallback drops it
+        assert held["fallback"] and held["documents"]
+        assert {d.metadata["kind"] for d in held["documents"]} == {"howto"}
+        assert any("'howto' (hard)" in n for n in held["notes"])
+    widened = soft.run("nightly backup credentials expired")
+    assert widened["fallback"] and {d.metadata["kind"] for d in widened["documents"]} - {"howto"}
+
+
+def test_a_type_no_chunk_has_warns_naming_the_closest(client: chromadb.ClientAPI) -> None:
+    docs = [Document(page_content=t, metadata={"kind": p.split("/")[0]}) for p, t in NOTES.items()]
+    retriever = CorrectiveRetriever.from_vectorstore(
+        chroma(client, docs, BagOfWordsEmbeddings()), critic=None, type_key="kind"
+    )
+    with pytest.warns(UserWarning, match=r"'hwoto' \(closest: howto\)"):
+        out = retriever.run("backup", type_filter="hwoto")
+    assert any("'hwoto' (closest: howto)" in n for n in out["notes"])
+    with pytest.warns(UserWarning, match=r"'decisoin' \(closest: decision\)"):
+        retriever.run("backup", filters={"types": "decisoin"})
+    # Without type_key, the chunks hold no type: the warning says which key to name.
+    plain = CorrectiveRetriever.from_vectorstore(
+        chroma(client, docs, BagOfWordsEmbeddings()), critic=None
+    )
+    with pytest.warns(UserWarning, match="type_key"):
+        plain.run("backup", type_filter="howto")

@@ -58,15 +58,23 @@ def default_evidence_path() -> Path:
     return Path(__file__).parent / LAYER_FILE
 
 
-def supports(index: LexicalIndex, query: str, passages: Sequence[str]) -> list[float]:
+def supports(
+    index: LexicalIndex,
+    query: str,
+    passages: Sequence[str],
+    ids: Sequence[str] | None = None,
+) -> list[float]:
     """Each passage's share of the question's rarity-weighted terms
-    (``LexicalIndex.query_weights``), in [0, 1]; all 0.0 for a question without terms."""
+    (``LexicalIndex.query_weights``), in [0, 1]; all 0.0 for a question without terms.
+    With the passages' ``ids``, an indexed chunk's terms are the index's (tokenized when it
+    was indexed, from the same text) rather than its text tokenized again."""
     weights, mass = index.query_weights(query)
     if mass <= 0:
         return [0.0] * len(passages)
     out = []
-    for passage in passages:
-        held = set(index.query_terms(passage))
+    for i, passage in enumerate(passages):
+        known = ids is not None and index.position(ids[i]) is not None
+        held = index.terms_of(ids[i]) if known and ids else set(index.query_terms(passage))
         out.append(min(sum(w for t, w in weights.items() if t in held) / mass, 1.0))
     return out
 
@@ -225,10 +233,15 @@ class EvidenceCritic:
         return self.lexical.index
 
     def score(
-        self, query: str, passages: Sequence[str], distances: Sequence[float] | None = None
+        self,
+        query: str,
+        passages: Sequence[str],
+        distances: Sequence[float] | None = None,
+        ids: Sequence[str] | None = None,
     ) -> list[float]:
         """Relevance probabilities in [0, 1] of one query's candidates, in the retriever's
-        order (best first); a non-finite value becomes NaN (never relevant).
+        order (best first); a non-finite value becomes NaN (never relevant). ``ids``, the
+        candidates' chunk ids, spare tokenizing the indexed ones again (``supports``).
 
         Raises:
             ValueError: No distance per passage, or no lexical index bound.
@@ -240,5 +253,7 @@ class EvidenceCritic:
                 f"EvidenceCritic judges with {self.embedding_model} distances; pass one "
                 "distance per passage."
             )
-        support = supports(self._index(), query, passages)
+        if ids is not None and len(ids) != len(passages):
+            raise ValueError("Pass one id per passage.")
+        support = supports(self._index(), query, passages, ids)
         return probabilities(evidence_columns(distances, support), self.layer)

@@ -16,6 +16,7 @@ from ragbrain.ingest.files import MAX_BYTES, NoteFile, Skipped, scan_notes
 from ragbrain.ingest.ignore import IgnoreRules, ignore_line
 from ragbrain.ingest.linklists import link_stats
 from ragbrain.ingest.roots import Merge, known_roots, only_under, place, real, settle
+from ragbrain.lexical.tokens import check_tokenizers
 from ragbrain.query.filters import MODIFIED_KEY
 from ragbrain.store.ledger import UNFINISHED_KEY, Unfinished, unfinished_json
 
@@ -189,6 +190,7 @@ def ingest(
         sources = None if folder else [n.source for n in notes]
         stored = only_under(store.metadata_by_source(str(root), sources), root, folder)
         plan = _plan(store, notes, stored, report)
+        check_tokenizers(c.text for c in plan.to_write)  # a missing extra stops it here
         if prune and folder is not None:
             plan.stale += _gone(stored, plan.wanted, rules, report)
         index = _write(store, given, plan, report, progress)

@@ -82,7 +82,11 @@ class Bm25Scorer:
                 f"{len(self.term_ptr) - 1} terms."
             )
         scores = np.zeros(self.n_docs, dtype=np.float32)
-        starts, ends = self.term_ptr[ids], self.term_ptr[ids + 1]
-        for start, end in zip(starts, ends, strict=True):
-            np.add.at(scores, self.docs[start:end], self.data[start:end])
+        # A term repeated n times adds n times its scores, in one pass (a long question
+        # repeats its words).
+        distinct, times = np.unique(ids, return_counts=True)
+        starts, ends = self.term_ptr[distinct], self.term_ptr[distinct + 1]
+        for start, end, n in zip(starts, ends, times.tolist(), strict=True):
+            part = self.data[start:end]
+            np.add.at(scores, self.docs[start:end], part if n == 1 else part * np.float32(n))
         return scores

@@ -34,7 +34,7 @@ import numpy.typing as npt
 from ragbrain._util import write_bytes
 from ragbrain.errors import RagbrainError
 from ragbrain.lexical.bm25 import Bm25Scorer, IntArray, idf, score_matrix
-from ragbrain.lexical.tokens import TOKENIZER_VERSION, is_compound, tokenize
+from ragbrain.lexical.tokens import TOKENIZER_VERSION, is_compound, query_tokens, tokenize
 from ragbrain.query.facets import Facets, time_of
 from ragbrain.query.filters import MODIFIED_KEY, Filters
 from ragbrain.query.typematch import fold
@@ -187,9 +187,10 @@ class LexicalIndex:
         if kept is not None:
             return kept
         mask = self.facets.mask(key[1]) if key[1] else np.ones(len(self.ids), dtype=bool)
-        if key[0]:
-            codes = [code for t, code in self._type_codes.items() if fold(t) in key[0]]
-            mask = mask & np.isin(self._doc_types, codes)
+        for wanted in (key[0], key[1].types):  # the soft type filter, then the hard one
+            if wanted:
+                codes = [code for t, code in self._type_codes.items() if fold(t) in wanted]
+                mask = mask & np.isin(self._doc_types, codes)
         mask.flags.writeable = False  # shared by every caller
         with self._masks_lock:
             while len(self._masks) >= MASKS_KEPT:
@@ -278,7 +279,7 @@ class LexicalIndex:
 
     def query_terms(self, query: str) -> list[int]:
         """The query's term ids that the index knows (unknown terms cannot match)."""
-        return [self.vocab[t] for t in tokenize(query) if t in self.vocab]
+        return [self.vocab[t] for t in query_tokens(query) if t in self.vocab]
 
     def idf(self, terms: Sequence[int]) -> list[float]:
         """BM25's IDF of each of these term ids (``bm25.idf``), as the scores use it."""
@@ -309,7 +310,7 @@ class LexicalIndex:
         """
         words = [
             w
-            for w in dict.fromkeys(tokenize(query))
+            for w in dict.fromkeys(query_tokens(query))
             if w not in skip and (w in self.vocab or not is_compound(w))
         ]
         known = [self.vocab[w] for w in words if w in self.vocab]

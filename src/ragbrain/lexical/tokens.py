@@ -18,21 +18,33 @@ Text is NFKC-normalized and case-folded, then cut into runs of one script:
 
 So mixed text ("Pythonのエラー", "ติดตั้ง Docker") needs no language switch, and punctuation,
 emoji and unknown symbols simply yield no tokens.
+
+The Japanese, Thai and Chinese tokenizers come with the ``multilingual`` extra: without it,
+tokenizing such text (an ingest, a wrapped collection's index) stops with a
+``MissingExtraError`` naming it, and a question's runs in those scripts give no terms (the
+index of a store built without the extra holds none), with a warning once.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 import unicodedata
 from collections import Counter
-from functools import cache
+from functools import cache, lru_cache
+from types import ModuleType
 from typing import TYPE_CHECKING, Literal
 
+from ragbrain._util import installed, require
+from ragbrain.errors import MissingExtraError
+
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
 Language = Literal["en", "ja", "zh", "th", "ar", "other", "none"]
+
+log = logging.getLogger(__name__)
 
 #: Bumped whenever tokens change, so that indexes built with older tokens are rebuilt.
 TOKENIZER_VERSION = "3"
@@ -114,11 +126,19 @@ def _english_stop_words() -> frozenset[str]:
     return ENGLISH_STOP_WORDS
 
 
+#: The extra that installs the Japanese, Thai and Chinese tokenizers.
+EXTRA = "multilingual"
+
+
+def _needs(module: str, language: str) -> ModuleType:
+    """``module`` imported, or a ``MissingExtraError`` naming the extra in one line."""
+    return require(module, feature=f"{language} text (its BM25 tokens)", extra=EXTRA)
+
+
 @cache
 def _thai_stop_words() -> frozenset[str]:
-    from pythainlp.corpus import thai_stopwords
-
-    return frozenset(thai_stopwords())
+    corpus = _needs("pythainlp.corpus", "Thai")
+    return frozenset(corpus.thai_stopwords())
 
 
 def _stem(words: list[str]) -> list[str]:
@@ -132,16 +152,16 @@ def _stem(words: list[str]) -> list[str]:
 
 
 def _is_latin(word: str) -> bool:
-    return all(c.isascii() or "LATIN" in unicodedata.name(c, "") for c in word)
+    return word.isascii() or all(c.isascii() or "LATIN" in unicodedata.name(c, "") for c in word)
 
 
 def _sudachi() -> Callable[[str], list[str]]:
     tokenizer = getattr(_local, "sudachi", None)
     if tokenizer is None:
-        from sudachipy import Dictionary, SplitMode
-
-        tokenizer = _local.sudachi = Dictionary(dict="small").tokenizer(
-            mode=SplitMode.A, fields={"pos", "normalized_form"}
+        sudachipy = _needs("sudachipy", "Japanese")
+        installed("sudachidict_small", feature="Japanese text (its BM25 tokens)", extra=EXTRA)
+        tokenizer = _local.sudachi = sudachipy.Dictionary(dict="small").tokenizer(
+            mode=sudachipy.SplitMode.A, fields={"pos", "normalized_form"}
         )
 
     def analyze(text: str) -> list[str]:
@@ -163,25 +183,21 @@ def _japanese(run: str) -> list[str]:
 
 
 def _thai(run: str) -> list[str]:
-    from pythainlp.tokenize import word_tokenize
-
     stop = _thai_stop_words()
-    words = word_tokenize(run, engine="newmm", keep_whitespace=False)
+    words = _needs("pythainlp.tokenize", "Thai").word_tokenize(
+        run, engine="newmm", keep_whitespace=False
+    )
     return [w for w in words if w.strip() and w not in stop]
 
 
 @cache
 def _simplify() -> Callable[[str], str]:
-    import opencc
-
-    convert: Callable[[str], str] = opencc.OpenCC("t2s").convert
+    convert: Callable[[str], str] = _needs("opencc", "Chinese").OpenCC("t2s").convert
     return convert
 
 
 def _chinese(run: str) -> list[str]:
-    import rjieba
-
-    words: list[str] = rjieba.cut_for_search(_simplify()(run))
+    words: list[str] = _needs("rjieba", "Chinese").cut_for_search(_simplify()(run))
     return words
 
 
@@ -224,11 +240,44 @@ def compounds(text: str) -> list[str]:
     return out
 
 
-def tokenize(text: str) -> list[str]:
+_NEEDS_EXTRA = re.compile(rf"[{_THAI}{_JAPANESE}]")
+
+
+def check_tokenizers(texts: Iterable[str]) -> None:
+    """Before anything is written: the tokenizers these texts need are installed.
+
+    Raises:
+        MissingExtraError: A text holds Japanese, Thai or Chinese and the ``multilingual``
+            extra is missing (one line naming it).
+    """
+    for text in texts:
+        if _NEEDS_EXTRA.search(text):
+            tokenize(text)  # the first such text raises, or every tokenizer it needs loads
+            return
+
+
+@lru_cache(maxsize=32)
+def query_tokens(query: str) -> tuple[str, ...]:
+    """A question's terms (``tokenize`` with ``skip_missing``), kept for the last few
+    questions: a run reads them in several steps (the searches, the support, the critic)."""
+    return tuple(tokenize(query, skip_missing=True))
+
+
+@cache
+def _warn_skipped(message: str) -> None:
+    log.warning("A question's words are left out of its BM25 terms: %s", message)
+
+
+def tokenize(text: str, *, skip_missing: bool = False) -> list[str]:
     """The index terms of ``text``, in order; an empty list when it has none (emoji only).
 
     Args:
         text: Any text, in any mix of scripts.
+        skip_missing: A run whose tokenizer is not installed gives no terms (a question's;
+            warned once) instead of a ``MissingExtraError`` (a stored text's).
+
+    Raises:
+        MissingExtraError: Japanese, Thai or Chinese text without the ``multilingual`` extra.
 
     Returns:
         Terms: stemmed English words, Japanese normalized forms, Chinese words (simplified),
@@ -246,10 +295,16 @@ def tokenize(text: str) -> list[str]:
     japanese = _KANA.search(text) is not None
     for match in _RUNS.finditer(text):
         run = match.group()
-        if match.lastgroup == "th":
-            tokens += _thai(run)
-        elif match.lastgroup == "ja":
-            tokens += _japanese(run) if japanese else _chinese(run)
+        if match.lastgroup in ("th", "ja"):
+            try:
+                if match.lastgroup == "th":
+                    tokens += _thai(run)
+                else:
+                    tokens += _japanese(run) if japanese else _chinese(run)
+            except MissingExtraError as missing:
+                if not skip_missing:
+                    raise
+                _warn_skipped(str(missing))
         elif match.lastgroup == "ar":
             tokens += _arabic(run)
         elif run in stop:
@@ -272,6 +327,11 @@ def script_counts(text: str) -> Counter[Language]:
     """
     counts: Counter[Language] = Counter()
     text = normalize(text)
+    if text.isascii():  # Latin letters and digits only (``_`` is not a word character here)
+        letters = sum(map(str.isalnum, text))
+        if letters:
+            counts["en"] = letters
+        return counts
     japanese = _KANA.search(text) is not None
     for match in _RUNS.finditer(text):
         run = match.group()

@@ -22,6 +22,7 @@ from langgraph.runtime import Runtime
 
 from ragbrain.context import RetrievalContext, context_of
 from ragbrain.critic.base import Critic, keep_mask, threshold_label
+from ragbrain.critic.evidence import EvidenceCritic
 from ragbrain.critic.handover import HandOverRule, narrow
 from ragbrain.critic.model import TransformerCritic
 from ragbrain.nodes import Node
@@ -302,7 +303,7 @@ def make_critic_filter(
             if threshold is None:
                 threshold = critic.threshold
             texts, distances = [hit["text"] for hit in hits], [hit["distance"] for hit in hits]
-            scores = critic.score(state["query"], texts, distances) if hits else []
+            scores = _scores(critic, state["query"], hits, texts, distances)
             answers: list[str | None] = [None] * len(hits)
             bests: list[int] = []
             if parts:
@@ -342,3 +343,15 @@ def make_critic_filter(
         }
 
     return critic_filter
+
+
+def _scores(
+    critic: Critic, query: str, hits: list[Hit], texts: list[str], distances: list[float]
+) -> list[float]:
+    """The critic's scores of the hits; the evidence critic also gets their ids, which spare
+    it tokenizing the indexed chunks again."""
+    if not hits:
+        return []
+    if isinstance(critic, EvidenceCritic):
+        return critic.score(query, texts, distances, ids=[hit["id"] for hit in hits])
+    return critic.score(query, texts, distances)

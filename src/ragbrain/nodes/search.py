@@ -79,17 +79,7 @@ def make_vector_search(store: SearchableStore, lexical: LexicalSearcher | None =
         parts = split_compound(query) if context.split_compound else []
         hits = search_parts(store, query, parts, wanted, search) if parts else search(query, wanted)
         if hybrid:
-            only = fusions[0].lexical_only
-            note = f"hybrid search ({scope}): {len(hits)} hits, {only} found by BM25 only"
-            if raised := fusions[0].raised:
-                note += (
-                    f" ({raised} holding every word of the query kept among the candidates "
-                    "whatever their fused score)"
-                )
-            if not trust:
-                note += "; the query's language is not the model's, so BM25's order stands"
-            else:
-                note += f"; {fusions[0].weights.describe()}"
+            note = _hybrid_note(fusions[0], scope, len(hits), trust)
         else:
             note = f"vector search ({scope}): {len(hits)} hits"
             if context.search_mode == "hybrid":
@@ -106,10 +96,12 @@ def make_vector_search(store: SearchableStore, lexical: LexicalSearcher | None =
                 f"compound question: parts {parts} searched as well as the whole, fused by "
                 "RRF, each part's best hit kept"
             )
-        if types:
-            unknown = unknown_types(types, store.known_types())
+        asked = [*(types or ()), *(filters.types if filters else ())]
+        if asked:
+            known = store.known_types()
+            unknown = unknown_types(asked, known)
             if unknown:
-                notes.append(f"type filter: {unknown_types_message(unknown)}")
+                notes.append(f"type filter: {unknown_types_message(unknown, known)}")
         # The best-covered search (a compound question's parts each have their own).
         coverage = max((f.weights.bm25_best for f in fusions), default=None) if hybrid else None
         return {
@@ -125,3 +117,16 @@ def make_vector_search(store: SearchableStore, lexical: LexicalSearcher | None =
         }
 
     return vector_search
+
+
+def _hybrid_note(fused: Fused, scope: str, count: int, trust: bool) -> str:
+    """The trace's line for a hybrid search: what BM25 alone found, and how the two were fused."""
+    note = f"hybrid search ({scope}): {count} hits, {fused.lexical_only} found by BM25 only"
+    if raised := fused.raised:
+        note += (
+            f" ({raised} holding every word of the query kept among the candidates "
+            "whatever their fused score)"
+        )
+    if not trust:
+        return note + "; the query's language is not the model's, so BM25's order stands"
+    return note + f"; {fused.weights.describe()}"

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ragbrain.query.filters import Filters, stored_tags, under
+from ragbrain.query.filters import Filters, path_under, stored_tags, under
 
 #: At most this many close matches are named for a path or tag that matches nothing.
 CLOSEST = 3
@@ -26,13 +26,15 @@ CLOSEST = 3
 BoolArray = npt.NDArray[np.bool_]
 
 
-def _under_codes(names: Sequence[str], prefix: str) -> tuple[int | None, int, int]:
+def _under_codes(
+    names: Sequence[str], prefix: str, dotted: bool = False
+) -> tuple[int | None, int, int]:
     """The code of ``prefix`` itself (None if absent) and the code range [lo, hi) of the names
     under it, in the sorted ``names``: ``prefix + "/"`` up to ``prefix + "0"`` ('0' follows
-    '/')."""
+    '/'); ``dotted`` from ``prefix + "."`` ('.' precedes '/'), for sources split at dots too."""
     at = bisect.bisect_left(names, prefix)
     exact = at if at < len(names) and names[at] == prefix else None
-    lo = bisect.bisect_left(names, prefix + "/")
+    lo = bisect.bisect_left(names, prefix + ("." if dotted else "/"))
     hi = bisect.bisect_left(names, prefix + "0")
     return exact, lo, hi
 
@@ -61,8 +63,14 @@ class Facets:
         )
         self.modified = np.asarray(modified, dtype=np.float64).reshape(self.size)
 
-    def _codes_mask(self, codes: npt.NDArray[np.int32], names: Sequence[str], prefix: str) -> Any:
-        exact, lo, hi = _under_codes(names, prefix)
+    def _codes_mask(
+        self,
+        codes: npt.NDArray[np.int32],
+        names: Sequence[str],
+        prefix: str,
+        dotted: bool = False,
+    ) -> Any:
+        exact, lo, hi = _under_codes(names, prefix, dotted)
         hit = (codes >= lo) & (codes < hi)
         return hit | (codes == exact) if exact is not None else hit
 
@@ -72,7 +80,7 @@ class Facets:
         if filters.paths:
             inside = np.zeros(self.size, dtype=bool)
             for prefix in filters.paths:
-                inside |= self._codes_mask(self.source_codes, self.names, prefix)
+                inside |= self._codes_mask(self.source_codes, self.names, prefix, dotted=True)
             keep &= inside
         if filters.tags:
             found = np.zeros(self.size, dtype=np.int32)
@@ -98,8 +106,8 @@ class Facets:
         """Every folder that holds a source, and every source, sorted."""
         found = set(self.names)
         for name in self.names:
-            parts = name.split("/")
-            found.update("/".join(parts[:end]) for end in range(1, len(parts)))
+            # Every prefix that ends before a '/' or a '.' (a folder, a dotted name's parent).
+            found.update(name[:at] for at, char in enumerate(name) if char in "/." and at)
         return sorted(found)
 
     def unmatched(self, filters: Filters) -> list[str]:
@@ -107,7 +115,7 @@ class Facets:
         stored folders or tags (``difflib``), so an empty result says why."""
         said = []
         for prefix in filters.paths:
-            if not any(under(name, prefix) for name in self._near(self.names, prefix)):
+            if not any(path_under(name, prefix) for name in self._near(self.names, prefix)):
                 close = difflib.get_close_matches(prefix, self.folders, n=CLOSEST, cutoff=0.6)
                 said.append(f"no stored source lies under {prefix!r}{_closest(close)}")
         for tag in filters.tags:

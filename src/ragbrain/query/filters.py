@@ -1,13 +1,18 @@
-"""Search filters beside the type filter: path prefixes, tags (any or all) and a modification
-time range; one validated value, and the rule that says whether a chunk's metadata matches.
+"""Search filters beside the soft type filter: hard note types, path prefixes, tags (any or
+all) and a modification time range; one validated value, and the rule that says whether a
+chunk's metadata matches.
 
 Every filter is the caller's scope: they combine with AND, and the fallback search keeps them
-(it widens the type filter only). The rules, in one place:
+(it widens the soft ``type_filter`` only). The rules, in one place:
 
+- ``types``: note types every chunk must have (case-insensitively), in every step: LangChain's
+  ``filter`` (``search_kwargs={"filter": {"kind": "module"}}``) arrives here.
 - ``path``: folders or files relative to the ingested folder, as a result's ``source`` shows
-  them (``bug``, ``projects/alpha``, ``bug/x.md``). A prefix matches itself and what lies
-  under it, component by component: ``bug`` matches ``bug/x.md``, not ``bugs/x.md``. Case
-  matters (as in file names). Absolute paths and ``..`` are refused. Several: any of them.
+  them (``bug``, ``projects/alpha``, ``bug/x.md``), or a dotted name's prefix. A prefix
+  matches itself and what lies under it, component by component, the components split at
+  ``/`` or ``.``: ``bug`` matches ``bug/x.md`` and ``bug.md``, not ``bugs/x.md``; ``shutil``
+  matches ``shutil.copy`` and ``shutil/x.py``, not ``shutilx``. Case matters (as in file
+  names). Absolute paths and ``..`` are refused. Several: any of them.
 - ``tags``: matched case-insensitively, a leading ``#`` ignored; a tag matches itself and the
   nested tags under it (``project`` matches ``project/alpha``, as Obsidian's tag search does).
   Several: any of them, or all of them with ``all_tags``.
@@ -26,15 +31,16 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ragbrain.errors import InvalidInputError
+from ragbrain.query.typematch import fold
 
 #: The metadata key of a chunk's time: seconds since the epoch (UTC), an int.
 MODIFIED_KEY = "modified"
 #: The names a caller uses, in Python (a dict), on the command line and over MCP.
-FIELDS = ("path", "tags", "all_tags", "after", "before")
+FIELDS = ("types", "path", "tags", "all_tags", "after", "before")
 #: At most this many path prefixes or tags in one filter.
 MAX_ITEMS = 50
 MAX_ITEM_CHARS = 500
@@ -56,6 +62,12 @@ def stored_tags(value: object) -> list[str]:
 def under(name: str, prefix: str) -> bool:
     """Whether ``name`` is ``prefix`` or lies under it (``/``-separated components)."""
     return name == prefix or name.startswith(prefix + "/")
+
+
+def path_under(name: str, prefix: str) -> bool:
+    """Whether the source ``name`` is ``prefix`` or lies under it, a component further split
+    at ``/`` or ``.`` (``shutil`` holds ``shutil/x.py`` and ``shutil.copy``, not ``shutilx``)."""
+    return name == prefix or name.startswith((prefix + "/", prefix + "."))
 
 
 def to_timestamp(value: Any, field: str) -> float:
@@ -141,7 +153,8 @@ def _tag(raw: str, field: str) -> str:
 
 @dataclass(frozen=True)
 class Filters:
-    """Path prefixes, tags and a time range that every returned chunk must satisfy (AND).
+    """Note types, path prefixes, tags and a time range that every returned chunk must satisfy
+    (AND).
 
     Build one with ``Filters.parse`` (or the constructor's checks): paths are normalized
     (``bug/`` is ``bug``), tags folded, times in seconds since the epoch (UTC).
@@ -152,9 +165,12 @@ class Filters:
     all_tags: bool = False
     after: float | None = None
     before: float | None = None
+    types: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         """Refuse contradictions: ``all_tags`` without tags, an empty time range."""
+        if any(t != fold(t) or not t for t in self.types):
+            raise InvalidInputError("types must be folded note types: use Filters.parse.")
         if self.all_tags and not self.tags:
             raise InvalidInputError("all_tags needs tags to match.")
         for name, value in (("after", self.after), ("before", self.before)):
@@ -175,9 +191,9 @@ class Filters:
         """A checked ``Filters`` from a mapping of ``FIELDS`` (or None when nothing filters).
 
         Args:
-            value: ``{"path": str | list, "tags": str | list, "all_tags": bool,
-                "after": str | date | datetime, "before": ...}`` (any subset; None values are
-                left out), a ``Filters``, or None.
+            value: ``{"types": str | list, "path": str | list, "tags": str | list,
+                "all_tags": bool, "after": str | date | datetime, "before": ...}`` (any
+                subset; None values are left out), a ``Filters``, or None.
 
         Raises:
             InvalidInputError: An unknown field, a wrong type, an empty list, a blank item, an
@@ -212,6 +228,7 @@ class Filters:
             if "tags" in given
             else []
         )
+        types = [fold(t) for t in _items(given["types"], "types")] if "types" in given else []
         all_tags = given.get("all_tags", False)
         if not isinstance(all_tags, bool):
             raise InvalidInputError("all_tags must be true or false.")
@@ -220,6 +237,7 @@ class Filters:
         found = cls(
             paths=tuple(dict.fromkeys(paths)),
             tags=tuple(dict.fromkeys(tags)),
+            types=tuple(dict.fromkeys(types)),
             all_tags=all_tags,
             after=after,
             before=before,
@@ -228,11 +246,39 @@ class Filters:
 
     def __bool__(self) -> bool:
         """Whether anything is filtered."""
-        return bool(self.paths or self.tags or self.after is not None or self.before is not None)
+        return bool(
+            self.types
+            or self.paths
+            or self.tags
+            or self.after is not None
+            or self.before is not None
+        )
+
+    def with_types(self, types: Iterable[str]) -> Filters:
+        """These filters narrowed to ``types`` as well (a hard ``filter`` kept under a call's
+        own ``filters``): with types of their own, the types in both.
+
+        Raises:
+            InvalidInputError: The two share no type (nothing could pass).
+        """
+        wanted = tuple(dict.fromkeys(fold(t) for t in types if t.strip()))
+        if not wanted:
+            return self
+        if self.types:
+            both = tuple(t for t in self.types if t in wanted)
+            if not both:
+                raise InvalidInputError(
+                    f"filters types {list(self.types)} share no type with the retriever's "
+                    f"filter {list(wanted)}: nothing could pass both."
+                )
+            wanted = both
+        return replace(self, types=wanted)
 
     def spec(self) -> dict[str, Any]:
         """The filters as JSON values (``parse`` reads them back): what the graph state holds."""
         spec: dict[str, Any] = {}
+        if self.types:
+            spec["types"] = list(self.types)
         if self.paths:
             spec["path"] = list(self.paths)
         if self.tags:
@@ -247,6 +293,8 @@ class Filters:
     def describe(self) -> str:
         """One phrase for the trace: ``path under 'bug'; tags any of 'db'; modified ...``."""
         parts = []
+        if self.types:
+            parts.append("type " + " or ".join(repr(t) for t in self.types) + " (hard)")
         if self.paths:
             parts.append("path under " + " or ".join(repr(p) for p in self.paths))
         if self.tags:
@@ -284,10 +332,13 @@ class Filters:
         return all(hits) if self.all_tags else any(hits)
 
     def matches(self, metadata: Mapping[str, Any]) -> bool:
-        """Whether a chunk with this metadata (``source``, ``tags``, ``modified``) passes."""
+        """Whether a chunk with this metadata (``type``, ``source``, ``tags``, ``modified``)
+        passes."""
+        if self.types and fold(str(metadata.get("type", ""))) not in self.types:
+            return False
         if self.paths:
             source = metadata.get("source")
-            if not isinstance(source, str) or not any(under(source, p) for p in self.paths):
+            if not isinstance(source, str) or not any(path_under(source, p) for p in self.paths):
                 return False
         return self.tags_ok(stored_tags(metadata.get("tags"))) and self.time_ok(
             metadata.get(MODIFIED_KEY)

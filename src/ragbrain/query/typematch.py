@@ -65,14 +65,23 @@ def unknown_types(requested: Sequence[str], known: Iterable[str]) -> list[tuple[
     return missing
 
 
-def unknown_types_message(unknown: Sequence[tuple[str, Sequence[str]]]) -> str:
-    """One line naming the unknown types and their closest known ones ("" when none)."""
+def unknown_types_message(
+    unknown: Sequence[tuple[str, Sequence[str]]], known: Iterable[str] | None = None
+) -> str:
+    """One line naming the unknown types and their closest known ones ("" when none); with
+    ``known`` holding no type at all, it says which setting names the key that holds it."""
     parts = []
     for type_, close in unknown:
         hint = f"closest: {', '.join(close)}" if close else "no close match"
         parts.append(f"{type_!r} ({hint})")
     if not parts:
         return ""
+    if known is not None and not any(t.strip() for t in known):
+        return (
+            f"no stored note type matches {'; '.join(parts)}: no chunk holds a note type; "
+            "a wrapped vector store names the metadata key that holds it with "
+            "from_vectorstore(..., type_key=...)"
+        )
     return (
         f"no stored note type matches {'; '.join(parts)}; types match case-insensitively, "
         "`ragbrain types` lists them"

@@ -257,15 +257,22 @@ def bank(english_only: bool = False) -> tuple[str, ...]:
 
 
 def query_vectors(embeddings: Embeddings, texts: Sequence[str]) -> np.ndarray:
-    """The query embeddings of ``texts``, cached under ``cache_root()`` per model (its name,
-    variant and dimension) and texts: the bank is embedded once per model, not per ingest."""
+    """The query embeddings of ``texts``: shipped in the package for the shipped models
+    (``refusal.shipped``, checked against the first question embedded now), else cached under
+    ``cache_root()/refusal/bank-<digest>.npy`` per model (the digest of its name, variant and
+    dimension and the texts): the bank is embedded once per model, not per store or ingest."""
     import numpy as np
 
     from ragbrain.models.embeddings import model_name_of
+    from ragbrain.refusal.shipped import shipped_vectors
 
     model = model_name_of(embeddings)
     variant = str(getattr(embeddings, "variant", ""))
-    dimension = str(len(embeddings.embed_query(texts[0])))
+    probe = embeddings.embed_query(texts[0])
+    shipped = shipped_vectors(embeddings, model, variant, texts, probe)
+    if shipped is not None:
+        return shipped
+    dimension = str(len(probe))
     key = "\n".join([model, variant, dimension, *texts])
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     path = cache_root() / "refusal" / f"bank-{digest}.npy"

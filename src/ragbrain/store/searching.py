@@ -110,7 +110,8 @@ class Searching(Reading):
         # Chroma narrows what it can (every stored spelling of each type, the time range);
         # paths and tags are checked in memory, chunk by chunk.
         spelled = type_where(stored_spellings(types, self.known_types())) if types else None
-        clauses = [c for c in (spelled, filters.chroma_where()) if c]
+        hard = filters.types and type_where(stored_spellings(filters.types, self.known_types()))
+        clauses = [c for c in (spelled, hard, filters.chroma_where()) if c]
         where = None if not clauses else clauses[0] if len(clauses) == 1 else {"$and": clauses}
         pages = (
             (list(page["ids"]), list(page["metadatas"] or []))

@@ -68,9 +68,11 @@ class Inspection:
     dimension: int = 0
     agreement: float | None = None
 
-    def notes(self) -> list[str]:
-        """The trace's lines about the wrapped collection."""
-        head = f"store: the collection {self.name!r} ({self.count} records, {self.space} space"
+    def notes(self, count: int | None = None) -> list[str]:
+        """The trace's lines about the wrapped collection, with ``count`` records (None: as
+        many as it held when inspected)."""
+        count = self.count if count is None else count
+        head = f"store: the collection {self.name!r} ({count} records, {self.space} space"
         if self.space == "cosine":
             lines = [f"{head}): cosine distances as Chroma gives them"]
         elif self.unit:

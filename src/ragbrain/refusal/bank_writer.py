@@ -1,0 +1,25 @@
+"""``python -m ragbrain.refusal.bank_writer``: write the general questions' vectors that the
+package ships (``refusal.shipped``), for every shipped model under both backends."""
+
+from __future__ import annotations
+
+import os
+
+
+def main() -> None:
+    """Write the files of every shipped model under both backends."""
+    from ragbrain.models import embeddings as models
+    from ragbrain.paths import BACKEND_ENV
+    from ragbrain.refusal.offtopic import bank
+    from ragbrain.refusal.shipped import write
+
+    for backend in ("onnx", "torch"):
+        os.environ[BACKEND_ENV] = backend
+        for load in (models.default_embeddings, models.e5_embeddings):
+            load.cache_clear()
+            path = write(load(), bank())
+            print(f"{path.name}: {path.stat().st_size:,} bytes")
+
+
+if __name__ == "__main__":
+    main()
