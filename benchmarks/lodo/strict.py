@@ -89,8 +89,8 @@ def notes_evidence(folder: Path, embeddings: Any, identifiers: int = 0) -> dict[
     from dataclasses import replace
 
     from ragbrain.critic.evidence import supports
-    from ragbrain.evaluation import notes_store
-    from ragbrain.evaluation.notes import identifier_questions, load_questions
+    from ragbrain.evaluation import identifier_questions, notes_store
+    from ragbrain.evaluation.notes import load_questions
     from ragbrain.graph import build_graph
     from ragbrain.nodes.critic import offtopic_refusal
     from ragbrain.refusal.offtopic import store_cut
