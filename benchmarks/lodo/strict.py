@@ -108,7 +108,7 @@ def notes_evidence(folder: Path, embeddings: Any, identifiers: int = 0) -> dict[
     shipped = shipped.model_copy(update={"context": replace(shipped.context, abstain="on")})
     cut = store_cut(store, save=False)
     rows = []
-    questions = [q for q in load_questions(folder) if q.group in ("answerable", "missing")]
+    questions = [q for q in load_questions(folder) if q.group in (*QUESTIONS, "offtopic")]
     if identifiers:
         questions += identifier_questions(folder, identifiers)
     for question in questions:
@@ -127,7 +127,7 @@ def notes_evidence(folder: Path, embeddings: Any, identifiers: int = 0) -> dict[
         rows.append(
             {
                 "group": question.group,
-                "answerable": question.group != "missing",
+                "answerable": question.group in ("answerable", "identifier"),
                 "split": question.split,
                 "distances": distances,
                 "supports": supports(lexical.index, question.text, texts) if texts else [],
@@ -146,28 +146,32 @@ def notes_evidence(folder: Path, embeddings: Any, identifiers: int = 0) -> dict[
     return {"per_source": 0.0 if cut is None else cut.per_source, "rows": rows}
 
 
-def taken(row: dict[str, Any], split: str, identifiers: bool) -> bool:
-    """Whether a notes row is of ``split`` and of the identifier group (``identifiers``) or of
-    the answerable and missing ones."""
-    return row["split"] == split and (row.get("group") == "identifier") == identifiers
+#: The notes groups the cuts are fit and judged on; off-topic questions (general and traps)
+#: are fit on by the one-note rule and judged beside them, identifier questions only judged.
+QUESTIONS = ("answerable", "missing")
+
+
+def taken(row: dict[str, Any], split: str, groups: Sequence[str]) -> bool:
+    """Whether a notes row is of ``split`` and of one of ``groups``."""
+    return row["split"] == split and row.get("group", "answerable") in groups
 
 
 def notes_rows(
     domain: dict[str, Any],
     split: str,
     layer: dict[str, Any] | None = None,
-    identifiers: bool = False,
+    groups: Sequence[str] = QUESTIONS,
 ) -> list[tuple[EvidenceRow, bool]]:
     """``split``'s rows of a notes folder (``notes_evidence``) as the evidence rule sees them,
     each with whether the off-topic cut refuses it anyway; ``layer``: score the hits with that
-    evidence layer instead of the shipped critic's recorded scores; ``identifiers``: the
-    identifier group's rows instead of the answerable and missing ones."""
+    evidence layer instead of the shipped critic's recorded scores; ``groups``: the question
+    groups taken (``identifier``, ``offtopic``; an off-topic row is an answerless one)."""
     from ragbrain.critic.evidence import evidence_columns, probabilities
     from ragbrain.refusal.abstain import best_score
 
     out = []
     for row in domain["rows"]:
-        if not taken(row, split, identifiers):
+        if not taken(row, split, groups):
             continue
         scores = [float("nan") if s is None else float(s) for s in row["scores"]]
         if layer is not None and row["distances"]:
@@ -186,7 +190,9 @@ Handed = tuple[bool, list[str], list[float], float | None]
 ONE_NOTE_SUPPORTS = (None, 0.65, 0.7, 0.8, 0.9, 1.0)
 
 
-def handed_rows(domain: dict[str, Any], split: str, identifiers: bool = False) -> list[Handed]:
+def handed_rows(
+    domain: dict[str, Any], split: str, groups: Sequence[str] = QUESTIONS
+) -> list[Handed]:
     """``split``'s rows of a notes folder as ``notes_rows`` orders them: the default level's
     refusal and the set handed over."""
     return [
@@ -197,8 +203,17 @@ def handed_rows(domain: dict[str, Any], split: str, identifiers: bool = False) -
             row.get("support"),
         )
         for row in domain["rows"]
-        if taken(row, split, identifiers)
+        if taken(row, split, groups)
     ]
+
+
+def offtopic_rows(
+    domain: dict[str, Any], split: str
+) -> tuple[list[tuple[EvidenceRow, bool]], list[Handed]]:
+    """``split``'s off-topic questions (general and traps) of a notes folder: their rows and
+    the sets handed over."""
+    groups = ("offtopic",)
+    return notes_rows(domain, split, groups=groups), handed_rows(domain, split, groups=groups)
 
 
 def kept_by(row: Handed, cuts: AbstainThresholds) -> bool:
@@ -249,14 +264,17 @@ def fit(per_domain: Mapping[str, Sequence[tuple[EvidenceRow, bool]]]) -> dict[st
 def fit_one_note(
     per_domain: Mapping[str, Sequence[tuple[EvidenceRow, bool]]],
     handed: Mapping[str, Sequence[Handed]],
+    offtopic: Mapping[str, tuple[Sequence[tuple[EvidenceRow, bool]], Sequence[Handed]]],
 ) -> dict[str, Any]:
     """The strict cuts (``fit``, as "store chooses") with the one-note rule fit beside them on
     notes folders' fit rows. Rules tried: at least ``ONE_NOTE_CHUNKS`` chunks of one note,
     confident by the critic (its best score reaches a quantile of the fit one-note sets' best
     scores) or by BM25 (``ONE_NOTE_SUPPORTS``), or both. Chosen: the rule under which the
     cuts refuse the most missing questions (the mean over the folders, off-topic refusals
-    counted), then the fewest answerable ones (the mean), then the one that keeps the most
-    answerable sets, the lowest floors (keep what the fit data does not say to refuse)."""
+    counted), then the most off-topic questions (``offtopic``: each folder's general and trap
+    questions, rows and sets), then the fewest answerable ones (the mean), then the one that
+    keeps the most answerable sets, the lowest floors (keep what the fit data does not say
+    to refuse)."""
     import numpy as np
 
     from ragbrain.refusal.abstain import best_score
@@ -288,6 +306,9 @@ def fit_one_note(
         rule = cuts_of(fitted, ONE_NOTE)
         judged = [judge(per_domain[n], rule, handed[n]) for n in per_domain]
         missing = sum(j["answerless_refused"] for j in judged) / len(judged)
+        off = [
+            judge(offtopic[n][0], rule, offtopic[n][1])["answerless_refused"] for n in per_domain
+        ]
         refused = sum(j["answerable_refused"] for j in judged) / len(judged)
         kept = sum(
             kept_by(row, rule)
@@ -297,6 +318,7 @@ def fit_one_note(
         )
         key = (
             round(missing, 9),
+            round(sum(off) / len(off), 9),
             -round(refused, 9),
             kept,
             -(2.0 if floor is None else floor),
@@ -349,19 +371,24 @@ def notes_fold(
     notes_like = notes[held]["per_source"] >= NOTES_LIKE
     chosen["store chooses"] = fit(notes_fit) if notes_like else chosen["BEIR"]
     handed_fit = {n: handed_rows(d, "fit") for n, d in notes.items() if n != held}
-    chosen[ONE_NOTE] = fit_one_note(notes_fit, handed_fit) if notes_like else chosen["BEIR"]
+    off_fit = {n: offtopic_rows(d, "fit") for n, d in notes.items() if n != held}
+    chosen[ONE_NOTE] = (
+        fit_one_note(notes_fit, handed_fit, off_fit) if notes_like else chosen["BEIR"]
+    )
     held_rows = notes_rows(notes[held], "test")
     held_handed = handed_rows(notes[held], "test")
     fit_rows = [row for rows in notes_fit.values() for row in rows]
     fit_handed = [row for rows in handed_fit.values() for row in rows]
-    names_rows = notes_rows(notes[held], "test", identifiers=True)
-    names_handed = handed_rows(notes[held], "test", identifiers=True)
+    names_rows = notes_rows(notes[held], "test", groups=("identifier",))
+    names_handed = handed_rows(notes[held], "test", groups=("identifier",))
+    off_rows, off_handed = offtopic_rows(notes[held], "test")
     out = {
         rule: {
             "cuts": cuts,
             **judge(held_rows, cuts_of(cuts, rule), held_handed),
             "fit": judge(fit_rows, cuts_of(cuts, rule), fit_handed),
             "identifier": judge(names_rows, cuts_of(cuts, rule), names_handed),
+            "offtopic": judge(off_rows, cuts_of(cuts, rule), off_handed),
         }
         for rule, cuts in chosen.items()
     }
@@ -408,7 +435,11 @@ def main() -> None:
     for held in notes:
         folds[held] = notes_fold(held, beir_shipped, notes)
     all_notes = {n: notes_rows(d, "fit") for n, d in notes.items()}
-    shipping = fit_one_note(all_notes, {n: handed_rows(d, "fit") for n, d in notes.items()})
+    shipping = fit_one_note(
+        all_notes,
+        {n: handed_rows(d, "fit") for n, d in notes.items()},
+        {n: offtopic_rows(d, "fit") for n, d in notes.items()},
+    )
     payload = {
         "embedding_model": model,
         "notes_like": NOTES_LIKE,
@@ -522,6 +553,15 @@ def markdown(payload: dict[str, Any]) -> str:
     for name, fold in payload["folds"].items():
         if "identifier" in fold["BEIR"]:
             cells = [f"{r} {_pct(fold[r]['identifier']['answerable_refused'])}" for r in RULES]
+            lines.append(f"- {name}: " + "; ".join(cells))
+    lines += [
+        "",
+        "Off-topic questions (general and traps, test split) refused at the strict level:",
+        "",
+    ]
+    for name, fold in payload["folds"].items():
+        if "offtopic" in fold["BEIR"]:
+            cells = [f"{r} {_pct(fold[r]['offtopic']['answerless_refused'])}" for r in RULES]
             lines.append(f"- {name}: " + "; ".join(cells))
     lines += ["", "## Cuts per fold (critic below / distance above / coverage below)", ""]
     for name, fold in payload["folds"].items():
