@@ -24,7 +24,9 @@ topic each, questions sharing the notes' words: BM25's coverage tells less there
 whose notes span at least ``min_per_source`` chunks a note takes the cuts fit on notes folders
 (``notes_cuts``; ``abstain_notes.json``, written by ``python -m benchmarks.lodo.strict
 --ship``), when they were fit with the scores of the critic's own layer; without that file, or
-with one that cannot be read, every store keeps the critic's cuts.
+with one that cannot be read, every store keeps the critic's cuts. The notes cuts carry a
+one-note rule (``one_note``): a set to hand over whose chunks all come from one note, which
+the critic or BM25 is confident of, is not refused by the strict level's cuts.
 """
 
 from __future__ import annotations
