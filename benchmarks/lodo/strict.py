@@ -10,14 +10,20 @@ whose ``missing`` questions (on the notes' topic, answered by no note) the answe
 Each domain is held apart in turn; the cuts are fit (``fit_thresholds``: the most answerless
 refused while every fit domain refuses <= 5% of its answerable) on the other domains' fit
 data only (BEIR: train/dev queries; notes: the ``fit`` split) and judged on the held-apart
-domain's test data (BEIR: test queries; notes: the ``test`` split). Three rules:
+domain's test data (BEIR: test queries; notes: the ``test`` split). Four rules:
 
 - ``BEIR``: the cuts fit on the English sets alone (the critic's own, which other stores keep);
 - ``pooled``: one set of cuts fit on the English sets and the notes folders together;
 - ``store chooses``: a store whose notes span at least ``NOTES_LIKE`` chunks a note (the
   hand-over rule's test, ``OffTopicCut.per_source``; every notes folder here spans 1.5-11, a
   BEIR store holds one chunk a document) takes the cuts fit on the notes folders, any other
-  store the English sets' cuts.
+  store the English sets' cuts;
+- ``one note kept``: "store chooses", and on a store of notes a set to hand over whose chunks
+  all come from one note, confident by the critic or by BM25, is kept whatever the cuts say
+  (``ragbrain.refusal.abstain.one_note``; ``fit_one_note`` fits it beside the cuts).
+
+Each notes folder's questions about a name its notes use (``IDENTIFIERS``, never fit on) are
+judged by each rule too.
 
 A BEIR fold's critic is the evidence layer fit on the other English sets (as
 ``benchmarks.lodo.evidence``); the notes rows it fits on are scored by that layer. A notes
@@ -26,7 +32,7 @@ On a notes folder the strict level refuses what its lower off-topic cut refuses 
 notes rows report both together, the BEIR rows the evidence rule alone (as
 ``results/english-critic.md``).
 
-``--ship`` writes the notes cuts, fit on every folder's fit split, to
+``--ship`` writes the notes cuts and their one-note rule, fit on every folder's fit split, to
 ``src/ragbrain/refusal/abstain_notes.json`` (when the fit refuses anything).
 
     python -m benchmarks.lodo.strict ../shared/data/notes_dev/{tldr,simonw_til,gitlab_runbooks} \\
@@ -58,24 +64,32 @@ from ragbrain.refusal.abstain import (
     Evidence,
     EvidenceRow,
     fit_thresholds,
+    one_note,
     should_abstain,
 )
 from ragbrain.refusal.offtopic import NOTES_SPAN
 
 #: Chunks a note from which a store reads as a notes folder: the runtime's own test.
 NOTES_LIKE = NOTES_SPAN
-RULES = ("BEIR", "pooled", "store chooses")
+#: Questions about a name the notes use, asked of each notes folder (never fit on).
+IDENTIFIERS = 100
+ONE_NOTE = "one note kept"
+RULES = ("BEIR", "pooled", "store chooses", ONE_NOTE)
+#: The one-note rule's sizes tried: the fewest chunks of one note a kept set holds.
+ONE_NOTE_CHUNKS = (1, 2, 3)
 
 
-def notes_evidence(folder: Path, embeddings: Any) -> dict[str, Any]:
-    """Each answerable and missing question of ``folder``, asked of the shipped graph with
+def notes_evidence(folder: Path, embeddings: Any, identifiers: int = 0) -> dict[str, Any]:
+    """Each answerable and missing question of ``folder`` (and ``identifiers`` questions
+    about a name the notes use, ``identifier_questions``), asked of the shipped graph with
     the critic's cut at 0 and no hand-over rule (every judged hit with its distance, its
-    support and the shipped critic's score), BM25's coverage, and whether the strict level's
-    off-topic cut refuses it (the node's own check)."""
+    support and the shipped critic's score), BM25's coverage, whether the strict level's
+    off-topic cut refuses it (the node's own check), and what the shipped graph refuses and
+    hands over at the default level (each chunk's note and critic score)."""
     from dataclasses import replace
 
     from ragbrain.critic.evidence import supports
-    from ragbrain.evaluation import notes_store
+    from ragbrain.evaluation import identifier_questions, notes_store
     from ragbrain.evaluation.notes import load_questions
     from ragbrain.graph import build_graph
     from ragbrain.nodes.critic import offtopic_refusal
@@ -89,12 +103,17 @@ def notes_evidence(folder: Path, embeddings: Any) -> dict[str, Any]:
     probe = probe.model_copy(
         update={"context": replace(probe.context, abstain="off", critic_threshold=0.0)}
     )
+    # The shipped graph at the default level: the set the strict level would hand over.
+    shipped = CorrectiveRetriever(graph=build_graph(store, "default", lexical=lexical))
+    shipped = shipped.model_copy(update={"context": replace(shipped.context, abstain="on")})
     cut = store_cut(store, save=False)
     rows = []
-    for question in load_questions(folder):
-        if question.group not in ("answerable", "missing"):
-            continue
+    questions = [q for q in load_questions(folder) if q.group in (*QUESTIONS, "offtopic")]
+    if identifiers:
+        questions += identifier_questions(folder, identifiers)
+    for question in questions:
         run = probe.run(question.text)
+        handed = shipped.run(question.text)
         docs = run["documents"]
         distances = [float(d.metadata["retrieval"]["distance"]) for d in docs]
         texts = [d.page_content for d in docs]
@@ -107,30 +126,52 @@ def notes_evidence(folder: Path, embeddings: Any) -> dict[str, Any]:
         answered, _, _ = offtopic_refusal(state, "strict", cut, None)
         rows.append(
             {
-                "answerable": question.group == "answerable",
+                "group": question.group,
+                "answerable": question.group in ("answerable", "identifier"),
                 "split": question.split,
                 "distances": distances,
                 "supports": supports(lexical.index, question.text, texts) if texts else [],
                 "scores": [d.metadata["retrieval"].get("critic_score") for d in docs],
                 "coverage": run.get("bm25_coverage") or 0.0,
+                "support": run.get("lexical_support"),
                 "offtopic": not answered,
+                # The default level's refusal, and what it hands over (source, critic score).
+                "offtopic_on": not handed["answerable"],
+                "handed": [
+                    [str(d.metadata.get("source", "")), d.metadata["retrieval"].get("critic_score")]
+                    for d in handed["documents"]
+                ],
             }
         )
     return {"per_source": 0.0 if cut is None else cut.per_source, "rows": rows}
 
 
+#: The notes groups the cuts are fit and judged on; off-topic questions (general and traps)
+#: are fit on by the one-note rule and judged beside them, identifier questions only judged.
+QUESTIONS = ("answerable", "missing")
+
+
+def taken(row: dict[str, Any], split: str, groups: Sequence[str]) -> bool:
+    """Whether a notes row is of ``split`` and of one of ``groups``."""
+    return row["split"] == split and row.get("group", "answerable") in groups
+
+
 def notes_rows(
-    domain: dict[str, Any], split: str, layer: dict[str, Any] | None = None
+    domain: dict[str, Any],
+    split: str,
+    layer: dict[str, Any] | None = None,
+    groups: Sequence[str] = QUESTIONS,
 ) -> list[tuple[EvidenceRow, bool]]:
     """``split``'s rows of a notes folder (``notes_evidence``) as the evidence rule sees them,
     each with whether the off-topic cut refuses it anyway; ``layer``: score the hits with that
-    evidence layer instead of the shipped critic's recorded scores."""
+    evidence layer instead of the shipped critic's recorded scores; ``groups``: the question
+    groups taken (``identifier``, ``offtopic``; an off-topic row is an answerless one)."""
     from ragbrain.critic.evidence import evidence_columns, probabilities
     from ragbrain.refusal.abstain import best_score
 
     out = []
     for row in domain["rows"]:
-        if row["split"] != split:
+        if not taken(row, split, groups):
             continue
         scores = [float("nan") if s is None else float(s) for s in row["scores"]]
         if layer is not None and row["distances"]:
@@ -142,20 +183,70 @@ def notes_rows(
     return out
 
 
+#: What the default level refuses of a notes question, the set it hands over (each chunk's
+#: note and critic score) and the run's lexical support: what the one-note rule reads.
+Handed = tuple[bool, list[str], list[float], float | None]
+#: The one-note rule's lexical supports tried (None: the critic's score alone).
+ONE_NOTE_SUPPORTS = (None, 0.65, 0.7, 0.8, 0.9, 1.0)
+
+
+def handed_rows(
+    domain: dict[str, Any], split: str, groups: Sequence[str] = QUESTIONS
+) -> list[Handed]:
+    """``split``'s rows of a notes folder as ``notes_rows`` orders them: the default level's
+    refusal and the set handed over."""
+    return [
+        (
+            bool(row["offtopic_on"]),
+            [source for source, _ in row["handed"]],
+            [float("nan") if s is None else float(s) for _, s in row["handed"]],
+            row.get("support"),
+        )
+        for row in domain["rows"]
+        if taken(row, split, groups)
+    ]
+
+
+def offtopic_rows(
+    domain: dict[str, Any], split: str
+) -> tuple[list[tuple[EvidenceRow, bool]], list[Handed]]:
+    """``split``'s off-topic questions (general and traps) of a notes folder: their rows and
+    the sets handed over."""
+    groups = ("offtopic",)
+    return notes_rows(domain, split, groups=groups), handed_rows(domain, split, groups=groups)
+
+
+def kept_by(row: Handed, cuts: AbstainThresholds) -> bool:
+    """Whether the one-note rule of ``cuts`` keeps the set ``row`` hands over."""
+    _, sources, scores, support = row
+    return one_note(sources, scores, cuts, support) is not None
+
+
 def cuts_of(fitted: Mapping[str, Any], source: str) -> AbstainThresholds:
     return AbstainThresholds(
         fitted["critic_below"],
         fitted["distance_above"],
         source,
         coverage_below=fitted.get("coverage_below"),
+        one_note_above=fitted.get("one_note_above"),
+        one_note_chunks=fitted.get("one_note_chunks", 2),
+        one_note_support=fitted.get("one_note_support"),
     )
 
 
-def judge(rows: Sequence[tuple[EvidenceRow, bool]], cuts: AbstainThresholds) -> dict[str, Any]:
+def judge(
+    rows: Sequence[tuple[EvidenceRow, bool]],
+    cuts: AbstainThresholds,
+    handed: Sequence[Handed] | None = None,
+) -> dict[str, Any]:
     """The share of the answerless and of the answerable rows refused (the evidence rule, or
-    the off-topic cut)."""
+    the off-topic cut); with ``handed``, a set the one-note rule keeps is refused only when
+    the default level refuses it."""
     refused = {True: [], False: []}  # type: dict[bool, list[bool]]
-    for (answerable, best, distance, cover), offtopic in rows:
+    for n, ((answerable, best, distance, cover), offtopic) in enumerate(rows):
+        if handed is not None and kept_by(handed[n], cuts):
+            refused[answerable].append(handed[n][0])
+            continue
         evidence = Evidence(distance, [best], 1, bm25_coverage=cover)
         refused[answerable].append(offtopic or should_abstain(evidence, cuts)[0])
     return {
@@ -168,6 +259,76 @@ def judge(rows: Sequence[tuple[EvidenceRow, bool]], cuts: AbstainThresholds) -> 
 
 def fit(per_domain: Mapping[str, Sequence[tuple[EvidenceRow, bool]]]) -> dict[str, Any]:
     return fit_thresholds({name: [row for row, _ in rows] for name, rows in per_domain.items()})
+
+
+def fit_one_note(
+    per_domain: Mapping[str, Sequence[tuple[EvidenceRow, bool]]],
+    handed: Mapping[str, Sequence[Handed]],
+    offtopic: Mapping[str, tuple[Sequence[tuple[EvidenceRow, bool]], Sequence[Handed]]],
+) -> dict[str, Any]:
+    """The strict cuts (``fit``, as "store chooses") with the one-note rule fit beside them on
+    notes folders' fit rows. Rules tried: at least ``ONE_NOTE_CHUNKS`` chunks of one note,
+    confident by the critic (its best score reaches a quantile of the fit one-note sets' best
+    scores) or by BM25 (``ONE_NOTE_SUPPORTS``), or both. Chosen: the rule under which the
+    cuts refuse the most missing questions (the mean over the folders, off-topic refusals
+    counted), then the most off-topic questions (``offtopic``: each folder's general and trap
+    questions, rows and sets), then the fewest answerable ones (the mean), then the one that
+    keeps the most answerable sets, the lowest floors (keep what the fit data does not say
+    to refuse)."""
+    import numpy as np
+
+    from ragbrain.refusal.abstain import best_score
+
+    cuts = fit(per_domain)
+    tops = [
+        best
+        for name in per_domain
+        for _, sources, scores, _ in handed[name]
+        if sources and len(set(sources)) == 1 and (best := best_score(scores)) is not None
+    ]
+    floors = sorted({round(float(q), 4) for q in np.quantile(tops, np.linspace(0, 1, 21))})
+    rules: list[tuple[float | None, int, float | None]] = [(None, 2, None)]
+    rules += [
+        (floor, chunks, held)
+        for chunks in ONE_NOTE_CHUNKS
+        for floor in [None, *floors]
+        for held in ONE_NOTE_SUPPORTS
+        if floor is not None or held is not None
+    ]
+    best_key, chosen = None, dict(cuts)
+    for floor, chunks, held in rules:
+        fitted = {
+            **cuts,
+            "one_note_above": floor,
+            "one_note_chunks": chunks,
+            "one_note_support": held,
+        }
+        rule = cuts_of(fitted, ONE_NOTE)
+        judged = [judge(per_domain[n], rule, handed[n]) for n in per_domain]
+        missing = sum(j["answerless_refused"] for j in judged) / len(judged)
+        off = [
+            judge(offtopic[n][0], rule, offtopic[n][1])["answerless_refused"] for n in per_domain
+        ]
+        refused = sum(j["answerable_refused"] for j in judged) / len(judged)
+        kept = sum(
+            kept_by(row, rule)
+            for n in per_domain
+            for ((answerable, *_), _), row in zip(per_domain[n], handed[n], strict=True)
+            if answerable
+        )
+        key = (
+            round(missing, 9),
+            round(sum(off) / len(off), 9),
+            -round(refused, 9),
+            kept,
+            -(2.0 if floor is None else floor),
+            -(2.0 if held is None else held),
+            -chunks,
+        )
+        if best_key is None or key > best_key:
+            best_key = key
+            chosen = {**fitted, "fit_missing": missing, "fit_answerable_refused": refused}
+    return chosen
 
 
 def beir_fold(
@@ -191,6 +352,7 @@ def beir_fold(
     notes_fit = {n: notes_rows(d, "fit", fitted["layer"]) for n, d in notes.items()}
     chosen = {"BEIR": fit(beir), "pooled": fit({**beir, **notes_fit})}
     chosen["store chooses"] = chosen["BEIR"]  # a BEIR store holds one chunk a document
+    chosen[ONE_NOTE] = chosen["BEIR"]  # the notes cuts, and their one-note rule, stay off
     held_rows = rows(test[held])
     return {
         rule: {"cuts": cuts, **judge(held_rows, cuts_of(cuts, rule))}
@@ -208,13 +370,25 @@ def notes_fold(
     chosen = {"BEIR": fit(beir), "pooled": fit({**beir, **notes_fit})}
     notes_like = notes[held]["per_source"] >= NOTES_LIKE
     chosen["store chooses"] = fit(notes_fit) if notes_like else chosen["BEIR"]
+    handed_fit = {n: handed_rows(d, "fit") for n, d in notes.items() if n != held}
+    off_fit = {n: offtopic_rows(d, "fit") for n, d in notes.items() if n != held}
+    chosen[ONE_NOTE] = (
+        fit_one_note(notes_fit, handed_fit, off_fit) if notes_like else chosen["BEIR"]
+    )
     held_rows = notes_rows(notes[held], "test")
+    held_handed = handed_rows(notes[held], "test")
     fit_rows = [row for rows in notes_fit.values() for row in rows]
+    fit_handed = [row for rows in handed_fit.values() for row in rows]
+    names_rows = notes_rows(notes[held], "test", groups=("identifier",))
+    names_handed = handed_rows(notes[held], "test", groups=("identifier",))
+    off_rows, off_handed = offtopic_rows(notes[held], "test")
     out = {
         rule: {
             "cuts": cuts,
-            **judge(held_rows, cuts_of(cuts, rule)),
-            "fit": judge(fit_rows, cuts_of(cuts, rule)),
+            **judge(held_rows, cuts_of(cuts, rule), held_handed),
+            "fit": judge(fit_rows, cuts_of(cuts, rule), fit_handed),
+            "identifier": judge(names_rows, cuts_of(cuts, rule), names_handed),
+            "offtopic": judge(off_rows, cuts_of(cuts, rule), off_handed),
         }
         for rule, cuts in chosen.items()
     }
@@ -241,7 +415,7 @@ def main() -> None:
     notes = {}
     for folder in args.folders:
         say(f"{folder.name}: asking (store cached)")
-        notes[folder.name] = notes_evidence(folder, embeddings)
+        notes[folder.name] = notes_evidence(folder, embeddings, IDENTIFIERS)
     columns = ColumnCache(indexes)
     shipped = read_layer(default_evidence_path())
     shipped_scorer = layer_scorer(shipped, columns.columns)
@@ -261,7 +435,11 @@ def main() -> None:
     for held in notes:
         folds[held] = notes_fold(held, beir_shipped, notes)
     all_notes = {n: notes_rows(d, "fit") for n, d in notes.items()}
-    shipping = fit(all_notes)
+    shipping = fit_one_note(
+        all_notes,
+        {n: handed_rows(d, "fit") for n, d in notes.items()},
+        {n: offtopic_rows(d, "fit") for n, d in notes.items()},
+    )
     payload = {
         "embedding_model": model,
         "notes_like": NOTES_LIKE,
@@ -296,6 +474,9 @@ def ship(fitted: Mapping[str, Any], folders: Sequence[str]) -> None:
                 "critic_below": fitted["critic_below"],
                 "distance_above": fitted["distance_above"],
                 "coverage_below": fitted["coverage_below"],
+                "one_note_above": fitted.get("one_note_above"),
+                "one_note_chunks": fitted.get("one_note_chunks", 2),
+                "one_note_support": fitted.get("one_note_support"),
                 "min_per_source": NOTES_LIKE,
                 "layer": EvidenceCritic().fingerprint,
             }
@@ -309,6 +490,16 @@ def ship(fitted: Mapping[str, Any], folders: Sequence[str]) -> None:
     }
     write_json(NOTES_CUTS_PATH, record)
     say(f"wrote {NOTES_CUTS_PATH}")
+
+
+def one_note_text(c: Mapping[str, Any]) -> str:
+    """The one-note rule of a fit, in words."""
+    said = []
+    if c.get("one_note_above") is not None:
+        said.append(f"the critic's best >= {c['one_note_above']:.3f}")
+    if c.get("one_note_support") is not None:
+        said.append(f"a chunk holding >= {c['one_note_support']:.2f} of its rare words")
+    return " or ".join(said)
 
 
 def _pct(v: float) -> str:
@@ -353,13 +544,35 @@ def markdown(payload: dict[str, Any]) -> str:
                 for r in RULES
             ]
             lines.append(f"- {name} held apart: " + "; ".join(cells))
+    lines += [
+        "",
+        f"Questions about a name the notes use ({IDENTIFIERS} a folder, "
+        "`identifier_questions`, never fit on), refused at the strict level, held apart:",
+        "",
+    ]
+    for name, fold in payload["folds"].items():
+        if "identifier" in fold["BEIR"]:
+            cells = [f"{r} {_pct(fold[r]['identifier']['answerable_refused'])}" for r in RULES]
+            lines.append(f"- {name}: " + "; ".join(cells))
+    lines += [
+        "",
+        "Off-topic questions (general and traps, test split) refused at the strict level:",
+        "",
+    ]
+    for name, fold in payload["folds"].items():
+        if "offtopic" in fold["BEIR"]:
+            cells = [f"{r} {_pct(fold[r]['offtopic']['answerless_refused'])}" for r in RULES]
+            lines.append(f"- {name}: " + "; ".join(cells))
     lines += ["", "## Cuts per fold (critic below / distance above / coverage below)", ""]
     for name, fold in payload["folds"].items():
         cells = []
         for r in RULES:
             c = fold[r]["cuts"]
             cover = "-" if c["coverage_below"] is None else f"{c['coverage_below']:.3f}"
-            cells.append(f"{r}: {c['critic_below']:.3f} / {c['distance_above']:.3f} / {cover}")
+            cell = f"{r}: {c['critic_below']:.3f} / {c['distance_above']:.3f} / {cover}"
+            if c.get("one_note_above") is not None or c.get("one_note_support") is not None:
+                cell += f" (one note of >= {c['one_note_chunks']} chunks: {one_note_text(c)})"
+            cells.append(cell)
         lines.append(f"- {name}: " + "; ".join(cells))
     c = payload["notes_cuts"]
     lines += [
@@ -369,7 +582,12 @@ def markdown(payload: dict[str, Any]) -> str:
         f"refusing {c['refusal_recall']:.0%} of the missing at worst "
         f"{c['false_refusal_worst']:.0%} of a folder's answerable. Chunks a note: "
         + ", ".join(f"{n} {d['per_source']}" for n, d in payload["notes"].items())
-        + f" (notes-like from {payload['notes_like']}).",
+        + f" (notes-like from {payload['notes_like']}). One note kept: "
+        + (
+            f"a set of >= {c['one_note_chunks']} chunks of one note, {one_note_text(c)}."
+            if c.get("one_note_above") is not None or c.get("one_note_support") is not None
+            else "no rule."
+        ),
         "",
     ]
     return "\n".join(lines)

@@ -113,3 +113,65 @@ def test_the_graph_gives_a_store_of_notes_the_notes_cuts(
     assert notes["documents"] == [] and "fit on notes folders" in (notes["abstain_reason"] or "")
     passages = run(1.0)
     assert "fit on notes folders" not in (passages["abstain_reason"] or "")
+
+
+def cuts(**changes: Any) -> abstain.AbstainThresholds:
+    values: dict[str, Any] = {"one_note_above": 0.8, "one_note_chunks": 2, **changes}
+    return abstain.AbstainThresholds(0.8, 0.43, "fit on notes folders", **values)
+
+
+def test_a_confident_set_of_one_note_is_kept_and_a_spread_one_is_not() -> None:
+    kept = abstain.one_note(["a.md", "a.md"], [0.9, 0.5], cuts())
+    assert kept is not None and "one note" in kept and "0.900" in kept
+    assert abstain.one_note(["a.md", "b.md"], [0.9, 0.85], cuts()) is None  # two notes
+    assert abstain.one_note(["a.md", "a.md"], [0.7, 0.6], cuts()) is None  # not confident
+    assert abstain.one_note(["a.md"], [0.95], cuts()) is None  # fewer chunks than asked
+    assert abstain.one_note(["a.md"], [0.95], cuts(one_note_chunks=1)) is not None
+    assert abstain.one_note(["a.md", "a.md"], [0.9, 0.9], cuts(one_note_above=None)) is None
+    assert abstain.one_note(["a.md", "a.md"], [float("nan")] * 2, cuts()) is None
+    assert abstain.one_note(["a.md", "a.md"], [0.9, 0.9], None) is None
+
+
+def test_the_one_note_rule_is_read_from_the_cuts_file(tmp_path: Path) -> None:
+    path = write(tmp_path / "cuts.json", one_note_above=0.85, one_note_chunks=3)
+    got = notes_cuts("evidence", "abc", 3.0, path)
+    assert got is not None and got.one_note_above == 0.85 and got.one_note_chunks == 3
+    path = write(tmp_path / "old.json")  # a file without the rule: the cuts alone decide
+    old = read_notes_cuts(path)["evidence"].thresholds
+    assert old.one_note_above is None
+    with pytest.raises(InvalidInputError, match="one_note_chunks"):
+        read_notes_cuts(write(tmp_path / "bad.json", one_note_chunks=1.5))
+    with pytest.raises(InvalidInputError, match="one_note_above"):
+        read_notes_cuts(write(tmp_path / "bad.json", one_note_above=2.0))
+
+
+def test_at_the_strict_level_one_notes_confident_set_is_kept_and_a_spread_set_refused(
+    fake_store: Store,
+) -> None:
+    from ragbrain.graph import build_graph
+    from ragbrain.store.lexical import LexicalSearcher
+
+    # Cuts every question meets, and a one-note rule every scored set of one note meets: the
+    # run answers exactly when what it would hand over comes from one note.
+    rule = abstain.AbstainThresholds(
+        1.0, 0.0, "test", coverage_below=None, one_note_above=0.0, one_note_chunks=1
+    )
+    cut = OffTopicCut(2.0, 2.0, "never refuses", "test", per_source=3.0)
+    lexical = LexicalSearcher(fake_store)
+    # Every chunk the critic keeps goes out (no hand-over rule): several notes' at depth 10.
+    graph = build_graph(fake_store, EvidenceCritic(), lexical=lexical, offtopic=cut, handover=None)
+    query: RetrievalInput = {"query": "nightly backup credentials expired", "type_filter": None}
+
+    def run(k: int) -> dict[str, Any]:
+        context = RetrievalContext(
+            abstain="strict", abstain_thresholds=rule, critic_threshold=0.0, k=k
+        )
+        out: dict[str, Any] = graph.invoke(query, context=context)
+        return out
+
+    one = run(1)
+    assert one["answerable"] and len({d.metadata["source"] for d in one["documents"]}) == 1
+    assert any("all come from one note" in line for line in one["notes"])
+    spread = run(10)
+    assert not spread["answerable"] and spread["documents"] == []
+    assert "nothing fits" in (spread["abstain_reason"] or "")

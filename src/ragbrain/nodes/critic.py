@@ -28,7 +28,13 @@ from ragbrain.critic.model import TransformerCritic
 from ragbrain.nodes import Node
 from ragbrain.nodes.parts import judge_parts, nearest_parts
 from ragbrain.query.compound import split_compound
-from ragbrain.refusal.abstain import AbstainThresholds, Evidence, hand_over, should_abstain
+from ragbrain.refusal.abstain import (
+    AbstainThresholds,
+    Evidence,
+    hand_over,
+    one_note,
+    should_abstain,
+)
 from ragbrain.refusal.offtopic import OffTopicCut, limit_for, refusal_reason
 from ragbrain.state import RETRIEVAL_KEY, RetrievalState
 from ragbrain.store.hits import Hit
@@ -248,15 +254,25 @@ def refusal(
     scores: Sequence[float] | None,
     offtopic: OffTopicCut | None,
     general: Callable[[str], float] | None = None,
+    handed: tuple[Sequence[str], Sequence[float]] | None = None,
 ) -> tuple[bool, str | None, list[str]]:
     """``RetrievalContext.abstain``: is the question off-topic for the store (both levels),
     and, at the strict level, do the critic's, the distance's and BM25's evidence agree that
-    the answer is missing?
+    the answer is missing? At the strict level a set to hand over (``handed``: each chunk's
+    note and critic score) that is one note's confident answer (``one_note``, when the strict
+    cuts carry its floor) is judged by the default level's off-topic cut alone.
 
     Returns:
         ``(answerable, reason, notes)``: the notes say what each check saw when it answered.
     """
-    answerable, reason, note = offtopic_refusal(state, context.abstain, offtopic, general)
+    level = context.abstain
+    if level == "strict" and handed is not None:
+        cuts = context.abstain_thresholds or getattr(critic, "abstain_thresholds", None)
+        kept = one_note(handed[0], handed[1], cuts, state.get("lexical_support"))
+        if kept is not None:
+            answerable, reason, note = offtopic_refusal(state, "on", offtopic, general)
+            return answerable, reason, [line for line in (note, kept if answerable else "") if line]
+    answerable, reason, note = offtopic_refusal(state, level, offtopic, general)
     said = [note] if note else []
     if not answerable or context.abstain != "strict":
         return answerable, reason, said
@@ -286,6 +302,7 @@ def make_critic_filter(
         compound = context.split_compound and any("part_distances" in hit for hit in hits)
         parts = split_compound(state["query"]) if compound else []
         judged: list[float] | None = None  # the critic's scores, for the strict level
+        handed: tuple[list[str], list[float]] | None = None  # each chunk's note and score
         if critic is None:
             status = f"off: {off_reason}"
             shown = hits[: state["depth"]]
@@ -318,17 +335,21 @@ def make_critic_filter(
             documents = [_document(hits[i], scores[i], state, status, answers[i]) for i in chosen]
             answerable, reason = abstention(hits, scores, len(documents), threshold)
             judged = list(scores)
-            handed = [scores[i] for i in chosen][: len(documents)]
-            note = _kept_note(status, scores, handed, threshold)
+            handed = (
+                [str(hits[i]["metadata"].get("source", hits[i]["id"])) for i in chosen],
+                [scores[i] for i in chosen],
+            )
+            note = _kept_note(status, scores, handed[1], threshold)
             if len(documents) > state["depth"]:
                 note += f" (more than the depth, {state['depth']}: the critic kept them)"
-            if narrowed:
-                note += f"; {narrowed}"
+            note += f"; {narrowed}" if narrowed else ""
             if parts:
                 for_parts = sum(answers[i] is not None for i in chosen)
                 note += f"; judged against each part as well: {for_parts} kept for a part"
         if answerable and hits:
-            answerable, reason, said = refusal(state, context, critic, judged, offtopic, general)
+            answerable, reason, said = refusal(
+                state, context, critic, judged, offtopic, general, handed
+            )
             note += "".join(f"; {line}" for line in said)
         if not answerable:
             documents = []

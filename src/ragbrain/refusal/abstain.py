@@ -24,7 +24,9 @@ topic each, questions sharing the notes' words: BM25's coverage tells less there
 whose notes span at least ``min_per_source`` chunks a note takes the cuts fit on notes folders
 (``notes_cuts``; ``abstain_notes.json``, written by ``python -m benchmarks.lodo.strict
 --ship``), when they were fit with the scores of the critic's own layer; without that file, or
-with one that cannot be read, every store keeps the critic's cuts.
+with one that cannot be read, every store keeps the critic's cuts. The notes cuts carry a
+one-note rule (``one_note``): a set to hand over whose chunks all come from one note, which
+the critic or BM25 is confident of, is not refused by the strict level's cuts.
 """
 
 from __future__ import annotations
@@ -64,9 +66,28 @@ class AbstainThresholds:
     distance_above: float
     source: str = "set by the caller"
     coverage_below: float | None = None
+    #: A set to hand over of at least ``one_note_chunks`` chunks, all of one note, whose best
+    #: critic score reaches ``one_note_above``, or with a chunk among BM25's that holds
+    #: ``one_note_support`` of the question's rare words, is kept whatever the strict cuts
+    #: say (``one_note``); both None: the strict cuts alone decide.
+    one_note_above: float | None = None
+    one_note_chunks: int = 2
+    one_note_support: float | None = None
 
     def __post_init__(self) -> None:
         """Refuse thresholds outside their ranges, naming the field."""
+        if self.one_note_above is not None and not 0.0 <= self.one_note_above <= 1.0:
+            raise InvalidInputError(
+                f"one_note_above must be a probability in [0, 1], got {self.one_note_above}."
+            )
+        if self.one_note_support is not None and not 0.0 <= self.one_note_support <= 1.0:
+            raise InvalidInputError(
+                f"one_note_support must be a share in [0, 1], got {self.one_note_support}."
+            )
+        if self.one_note_chunks < 1:
+            raise InvalidInputError(
+                f"one_note_chunks must be at least 1, got {self.one_note_chunks}."
+            )
         if not 0.0 <= self.critic_below <= 1.0:
             raise InvalidInputError(
                 f"critic_below must be a probability in [0, 1], got {self.critic_below}."
@@ -89,16 +110,32 @@ class AbstainThresholds:
             InvalidInputError: A field is missing or not a number, or a cut is out of its range.
         """
         try:
-            cut = record.get("coverage_below")
+            cut, floor = record.get("coverage_below"), record.get("one_note_above")
+            held = record.get("one_note_support")
+            one_note_support = None if held is None else float(held)  # type: ignore[arg-type]
             critic_below = float(record["critic_below"])  # type: ignore[arg-type]
             distance_above = float(record["distance_above"])  # type: ignore[arg-type]
             coverage_below = None if cut is None else float(cut)  # type: ignore[arg-type]
+            one_note_above = None if floor is None else float(floor)  # type: ignore[arg-type]
+            chunks = record.get("one_note_chunks", 2)
+            if isinstance(chunks, bool) or not isinstance(chunks, int):
+                raise TypeError("one_note_chunks")
         except (KeyError, TypeError, ValueError) as exc:
             raise InvalidInputError(
                 f"{source}: abstention cuts need critic_below, distance_above and "
-                f"coverage_below (a number or null), got {record!r}."
+                f"coverage_below (a number or null), and optionally one_note_above and "
+                f"one_note_support (numbers or null) and one_note_chunks (a whole number), "
+                f"got {record!r}."
             ) from exc
-        return cls(critic_below, distance_above, source, coverage_below=coverage_below)
+        return cls(
+            critic_below,
+            distance_above,
+            source,
+            coverage_below=coverage_below,
+            one_note_above=one_note_above,
+            one_note_chunks=chunks,
+            one_note_support=one_note_support,
+        )
 
 
 def best_score(scores: Sequence[float]) -> float | None:
@@ -137,6 +174,43 @@ def should_abstain(evidence: Evidence, thresholds: AbstainThresholds) -> tuple[b
             f"{lexical} ({thresholds.source})"
         )
     return False, None
+
+
+def one_note(
+    sources: Sequence[str],
+    scores: Sequence[float],
+    thresholds: AbstainThresholds | None,
+    support: float | None = None,
+) -> str | None:
+    """Whether the set the run would hand over is one note's confident answer, which the strict
+    level keeps whatever its cuts say (its off-topic cut, its evidence rule): at least
+    ``thresholds.one_note_chunks`` chunks, every one from the same note, and either the best
+    scored at least ``thresholds.one_note_above`` by the critic or one of BM25's chunks
+    holding at least ``thresholds.one_note_support`` of the question's rare words.
+
+    Args:
+        sources: The note of each chunk to hand over.
+        scores: The critic's score of each (NaN: not scored).
+        thresholds: The strict level's cuts; without a one-note floor nothing is kept so.
+        support: The share of the question's rare words BM25's best chunk holds
+            (``ragbrain.lexical.support``); None: not measured.
+
+    Returns:
+        The trace's line when the set is kept; None otherwise.
+    """
+    if thresholds is None or len(sources) < thresholds.one_note_chunks:
+        return None
+    if len(set(sources)) != 1:
+        return None
+    best, floor, held = best_score(scores), thresholds.one_note_above, thresholds.one_note_support
+    count = f"the {len(sources)} chunk{'s' if len(sources) != 1 else ''} to hand over"
+    if floor is not None and best is not None and best >= floor:
+        why = f"the critic's best score ({best:.3f}) reaches {floor:.3f}"
+    elif held is not None and support is not None and support >= held:
+        why = f"a chunk holds {support:.2f} of its rare words (>= {held:.2f})"
+    else:
+        return None
+    return f"strict: kept, {count} all come from one note and {why} ({thresholds.source})"
 
 
 def hand_over(
@@ -297,6 +371,9 @@ def read_notes_cuts(path: Path) -> dict[str, NotesCuts]:
                 thresholds.distance_above,
                 source,
                 coverage_below=thresholds.coverage_below,
+                one_note_above=thresholds.one_note_above,
+                one_note_chunks=thresholds.one_note_chunks,
+                one_note_support=thresholds.one_note_support,
             ),
             float(per_source),
             layer,
