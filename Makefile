@@ -39,11 +39,14 @@ test: install-test
 test-fast: install-test
 	$(BIN)/pytest -q tests/unit
 
+# The docs' and benchmarks' size limits (README, docs pages, decision records, benchmark
+# scripts, CHANGELOG entries) are stated and checked in tests/support/doc_limits.py.
 lint: install-test
 	$(BIN)/ruff check src tests graphs benchmarks
 	$(BIN)/ruff format --check src tests graphs benchmarks
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(BIN)/python -m tests.support.doc_limits
 
 bench: install-test
 	$(BIN)/python -m benchmarks.run

@@ -199,13 +199,21 @@ def forget_queries(store: Store) -> None:
     store.forget_queries()
 
 
-def save(name: str, payload: dict[str, Any], markdown: str) -> None:
-    """Write ``results/<name>.json`` and ``.md`` atomically, with the machine they ran on."""
+def command_line() -> str:
+    """The command this process runs, as ``python -m benchmarks.<module> ARGS`` (a subcommand
+    entry point such as ``benchmarks.speed`` rewrites ``sys.argv``: the original line counts)."""
+    original = sys.orig_argv
+    if "-m" in original:
+        return " ".join(["python", *original[original.index("-m") :]])
     main = sys.modules.get("__main__")
     spec = getattr(main, "__spec__", None)
     module = spec.name.removesuffix(".__main__") if spec else f"benchmarks.{Path(sys.argv[0]).stem}"
-    command = " ".join([f"python -m {module}", *sys.argv[1:]])
-    payload = {**payload, "machine": machine(), "command": command}
+    return " ".join([f"python -m {module}", *sys.argv[1:]])
+
+
+def save(name: str, payload: dict[str, Any], markdown: str) -> None:
+    """Write ``results/<name>.json`` and ``.md`` atomically, with the machine they ran on."""
+    payload = {**payload, "machine": machine(), "command": command_line()}
     write_json(RESULTS / f"{name}.json", payload)
     m = payload["machine"]
     footer = f"\nMachine: {m['cpu']}, {m['cores']} cores; command: `{payload['command']}`\n"

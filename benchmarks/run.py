@@ -23,15 +23,15 @@ from benchmarks.common import save, say
 #: Each benchmark's module and arguments, in the order they run.
 BENCHMARKS = (
     ("latency", "pipeline"),
-    ("ingest_speed", "notes"),
-    ("filter_speed", "types"),
-    ("filter_speed", "scopes"),
-    ("mcp_speed", "roundtrip"),
-    ("mcp_speed", "tools"),
-    ("mcp_speed", "http"),
+    ("speed", "ingest", "notes"),
+    ("speed", "filter", "types"),
+    ("speed", "filter", "scopes"),
+    ("speed", "mcp", "roundtrip"),
+    ("speed", "mcp", "tools"),
+    ("speed", "mcp", "http"),
     ("run", "faults"),
     ("watch_fresh",),
-    ("ingest_speed", "pdf"),
+    ("speed", "ingest", "pdf"),
 )
 
 _COUNTS = re.compile(r"(\d+) (passed|failed|error|errors|skipped)")

@@ -19,7 +19,7 @@ into a critic folder (``--ship-layer``, ``--ship-threshold``, ``--ship-abstentio
 The critic's *encoder* is not retrained per fold: the shipped one saw SciFact train and
 NFCorpus dev, so on those two sets the critic figures are not LODO, and the tables say so.
 ``--critic`` runs another critic folder's encoder instead, e.g. one trained without the
-held-apart set (docs/quality.md: SciFact and NFCorpus that way).
+held-apart set (docs/quality-by-set.md: SciFact and NFCorpus that way).
 
 Each query's candidates and the critic's per-pair inputs are read once and cached
 (``benchmarks.lodo.data``); every variant is then a recombination: ablation (dense top 10,

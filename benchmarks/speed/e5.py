@@ -7,7 +7,7 @@ and the text), written to a temporary folder. Each round ingests every folder in
 store with each model, the order of the models alternating between rounds. Both models run
 on ``$RAGBRAIN_BACKEND`` (results ``e5_speed.md``; on onnx ``e5_speed-onnx.md``).
 
-    nice -n 10 python -m benchmarks.e5_speed --data-root ../shared/data \
+    nice -n 10 python -m benchmarks.speed e5 --data-root ../shared/data \
         --sets scifact iapp_th_ret --notes 200 --queries 40 --rounds 2
 """
 

@@ -19,7 +19,7 @@ The corpus is subsampled honestly, the same for both backends: the documents jud
 split's queries (a seeded sample of them when they are more than ``--docs``), then a seeded
 sample of the rest, ``--docs`` in all (say so when you quote it).
 
-    python -m benchmarks.onnx_speed [--data ../shared/data/scifact] [--split test] [--docs 2000]
+    python -m benchmarks.speed onnx [--data ../shared/data/scifact] [--split test] [--docs 2000]
 """
 
 from __future__ import annotations

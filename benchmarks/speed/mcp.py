@@ -45,10 +45,10 @@ client. One subcommand each:
   fresh process, the sides alternating; the store is the bundled sample notes (or
   ``--store``). Prints each run with the load average, then the medians.
 
-    python -m benchmarks.mcp_speed roundtrip [--rounds 5] [--threads 1]
-    python -m benchmarks.mcp_speed tools [--calls 100] [--remembers 10]
-    python -m benchmarks.mcp_speed http [--clients 20] [--searches 20]
-    python -m benchmarks.mcp_speed first-search [--runs 5] [--store DIR]
+    python -m benchmarks.speed mcp roundtrip [--rounds 5] [--threads 1]
+    python -m benchmarks.speed mcp tools [--calls 100] [--remembers 10]
+    python -m benchmarks.speed mcp http [--clients 20] [--searches 20]
+    python -m benchmarks.speed mcp first-search [--runs 5] [--store DIR]
 """
 
 from __future__ import annotations

@@ -33,8 +33,8 @@ lexical index (which knows every chunk's type, source, tags and time). One subco
 
   Results: ``results/scope.*``.
 
-    python -m benchmarks.filter_speed types [--size 100000] [--rounds 5]
-    python -m benchmarks.filter_speed scopes [--size 100000] [--rounds 3]
+    python -m benchmarks.speed filter types [--size 100000] [--rounds 5]
+    python -m benchmarks.speed filter scopes [--size 100000] [--rounds 3]
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ round of each counts (the least disturbed by other jobs). One subcommand per kin
   chunk is new); ingest extracts their text with pypdfium2, and the extraction alone is timed
   too. Results: ``results/pdf_speed.*``.
 
-    python -m benchmarks.ingest_speed notes [--copies 8] [--rounds 2]
-    python -m benchmarks.ingest_speed pdf [--files 12] [--pages 10] [--rounds 2]
+    python -m benchmarks.speed ingest notes [--copies 8] [--rounds 2]
+    python -m benchmarks.speed ingest pdf [--files 12] [--pages 10] [--rounds 2]
 """
 
 from __future__ import annotations

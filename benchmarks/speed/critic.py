@@ -6,7 +6,7 @@ query): once cut to their first 256 tokens (the target's case; ``ragbrain ingest
 of at most 200), once whole (up to ~1,000 tokens: the lexical features read 512 of them, the
 cross-encoder its 64-token window). Run on an idle machine: the timings are wall-clock.
 
-    python -m benchmarks.critic_speed [--data ../shared/data/scifact] [--batches 60] \
+    python -m benchmarks.speed critic [--data ../shared/data/scifact] [--batches 60] \
         [--critic FOLDER --name critic_speed-mine]
 """
 
