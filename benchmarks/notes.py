@@ -192,7 +192,10 @@ def evaluate_all(
         say(f"{folder.name}: ingesting (cached) and asking")
         chosen = model_for_notes(folder / "notes")[0]
         used = embeddings if chosen == model else embeddings_for(chosen)
-        out[folder.name] = evaluate_notes(folder, used, identifiers=identifiers)
+        # The judged candidates (the probe) serve the fits, made on ``model``'s folders only.
+        out[folder.name] = evaluate_notes(
+            folder, used, identifiers=identifiers, probe=chosen == model
+        )
     return out
 
 
@@ -205,6 +208,9 @@ def main() -> None:
     parser.add_argument(
         "--identifiers", type=int, default=100, help="identifier questions per folder"
     )
+    parser.add_argument(
+        "--answers", type=Path, help="also write every folder's answers (JSON) to this file"
+    )
     args = parser.parse_args()
     from ragbrain.critic.evidence import EvidenceCritic
     from ragbrain.evaluation import broad_table, notes_table
@@ -216,6 +222,10 @@ def main() -> None:
     embeddings = embeddings_for(critic.embedding_model)
     everyone = evaluate_all(args.folders, critic.embedding_model, embeddings, args.identifiers)
     payloads = {n: p for n, p in everyone.items() if p["model"] == critic.embedding_model}
+    if args.answers is not None:
+        from ragbrain.evaluation import write_json
+
+        write_json(args.answers, {n: p["answers"] for n, p in everyone.items()})
     names = list(payloads)
     lodo: dict[str, Any] = {}
     for held in names:
@@ -307,7 +317,6 @@ def main() -> None:
             "shipped_ratio": shipped,
             "offtopic_lodo": offtopic_lodo,
             "summaries": {n: p["summary"] for n, p in everyone.items()},
-            "answers": {n: p["answers"] for n, p in everyone.items()},
         },
         text,
     )
