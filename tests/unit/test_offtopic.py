@@ -715,3 +715,28 @@ def test_a_one_script_store_has_no_cut_per_script(tmp_path: Path) -> None:
     assert got is not None and got.by_script == {} and got.across is not None
     english = offtopic.calibrate(store_of(tmp_path / "en", notes(40), NamedBagOfWords(MINILM)))
     assert english is not None and english.by_script == {}
+
+
+def test_an_english_question_about_japanese_notes_with_code_is_answered_by_its_scripts_cut() -> (
+    None
+):
+    """Japanese notes with English code: the store-wide cut (measured across scripts) is
+    tighter than how far an English question about the notes comes, looser than how near a
+    Japanese general question comes; each script's own cut answers the first, refuses the
+    second."""
+    cut = OffTopicCut(
+        0.146,
+        0.13,
+        "test cut",
+        E5,
+        {"cjk": 0.45, "latin": 0.55},
+        by_script={"latin": 0.152, "cjk": 0.143},
+    )
+    assert refusal_reason("narrow a union type with a type guard", 0.150, cut) is None
+    reason = refusal_reason("ぬか漬けのぬか床が酸っぱくなりすぎたときの対処法", 0.145, cut)
+    assert reason is not None and "(0.143, test cut)" in reason
+    without = replace(cut, by_script={})
+    assert refusal_reason("narrow a union type with a type guard", 0.150, without) is not None
+    assert (
+        refusal_reason("ぬか漬けのぬか床が酸っぱくなりすぎたときの対処法", 0.145, without) is None
+    )
