@@ -199,6 +199,7 @@ def test_an_unfinished_cached_store_is_built_again(domain: Path, tmp_path: Path)
 def test_identifier_questions_ask_for_a_rare_name_of_a_note_in_each_form(domain: Path) -> None:
     (domain / "notes" / "ops" / "common.md").write_text("use pg_dump; see pg_dump.\n")
     (domain / "notes" / "ops" / "more.md").write_text("pg_dump again, and config_v2.yaml\n")
+    assert identifier_questions(domain, 0) == []
     questions = identifier_questions(domain)
     assert questions == identifier_questions(domain)  # the same draw every time
     assert {q.group for q in questions} == {"identifier"}

@@ -159,6 +159,8 @@ def identifier_questions(folder: Path, count: int = 100, seed: int = 0) -> list[
     are the expected ones (group ``identifier``, test split). What a user types when they
     remember a name and not the note: nothing answers it but the notes that use the name.
     """
+    if count <= 0:
+        return []
     notes = folder / "notes"
     files = sorted(p for p in notes.rglob("*.md") if p.is_file())
     names: dict[str, set[str]] = {}
