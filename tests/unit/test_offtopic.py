@@ -693,16 +693,21 @@ def test_a_store_of_notes_in_two_scripts_judges_each_question_by_its_own_scripts
         store_of(tmp_path / "again", japanese + code, embeddings),
         offtopic.query_vectors(embeddings, questions),
     )
-    expected = offtopic.script_cuts(questions, nearest, got.level)
-    assert got.by_script == expected and {"cjk", "latin"} <= set(expected)
+    expected = offtopic.script_cuts(questions, nearest, got.level, ["cjk", "latin"], got.distance)
+    assert got.by_script == expected and set(expected) == {"cjk", "latin"}
     cjk = [d for q, d in zip(questions, nearest, strict=True) if script_of(q) == "cjk"]
     assert expected["cjk"] == pytest.approx(offtopic.quantile(cjk, got.level), abs=1e-4)
+    assert expected["latin"] >= got.distance  # an English question: never tighter
+    # Notes in two languages besides English: a question is meant to find the other's notes.
+    assert offtopic.script_cuts(questions, nearest, 0.02, ["cjk", "thai", "latin"], 0.1) == {}
+    assert offtopic.script_cuts(questions, nearest, 0.02, ["cjk"], 0.1) == {}
     assert "per script of the question" in got.source
     # Each question is judged by its script's cut, at both levels; others by the store-wide.
     assert offtopic.limit_for("型の推論とは", got) == (got.by_script["cjk"], False)
     strict = round(got.by_script["latin"] * got.strict / got.distance, 4)
     assert offtopic.limit_for("what is type inference", got, strict=True) == (strict, False)
     assert offtopic.limit_for("Что такое вывод типов", got) == (got.distance, False)
+    assert offtopic.limit_for("การอนุมานชนิดคืออะไร", got) == (got.distance, False)
     over = got.by_script["cjk"] + 0.01
     reason = refusal_reason("糠漬けの作り方", over, got)
     assert reason is not None and "for a question in cjk script" in reason

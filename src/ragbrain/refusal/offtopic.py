@@ -401,7 +401,9 @@ def calibrate(
         source += f" in {len(written_in)} scripts, measured across scripts"
         across = None
         if explicit is None:
-            by_script = script_cuts(questions, nearest_distances(store, vectors), level)
+            nearest = nearest_distances(store, vectors)
+            wide = quantile(distances, level)
+            by_script = script_cuts(questions, nearest, level, written_in, wide)
             source += ", and per script of the question" if by_script else ""
     else:
         distances = nearest_distances(store, vectors)
@@ -444,22 +446,35 @@ def calibrate(
 
 
 def script_cuts(
-    questions: Sequence[str], distances: Sequence[float], level: float
+    questions: Sequence[str],
+    distances: Sequence[float],
+    level: float,
+    written_in: Sequence[str],
+    cut: float,
 ) -> dict[str, float]:
-    """The cut for a question in each script on a store of notes in several scripts: the
-    ``level`` quantile of the nearest distances of the bank's questions written in that
-    script (scripts with at least ``MIN_ACROSS`` of them). A question finds notes of its own
-    script from nearer than one asked across scripts, so the store-wide cut, measured across
-    scripts, lets general questions in the notes' own language through
-    (docs/decisions/offtopic-cut-per-script.md)."""
+    """The cut for a question in the notes' own script on a store of notes in one language
+    besides English (code, commands, UI names: ``written_in`` holds Latin and exactly one
+    other script): the ``level`` quantile of the nearest distances of the bank's questions
+    written in that script, and for a Latin-script question the same quantile of the English
+    ones, never below the store-wide ``cut``. A question finds notes of its own script from
+    nearer than one asked across scripts, so the store-wide cut, measured across scripts, let
+    general questions in the notes' language through; an English question finds them from
+    farther. Notes in two other scripts (a store of several languages) get none: there a
+    question is meant to find notes in another language
+    (docs/decisions/offtopic-cut-per-script.md).
+    """
+    others = [s for s in written_in if s != "latin"]
+    if "latin" not in written_in or len(others) != 1:
+        return {}
     by: dict[str, list[float]] = {}
     for question, distance in zip(questions, distances, strict=True):
         by.setdefault(script_of(question), []).append(distance)
-    return {
-        script: round(quantile(found, level), 4)
-        for script, found in sorted(by.items())
-        if len(found) >= MIN_ACROSS and script not in ("none", "other")
-    }
+    out: dict[str, float] = {}
+    if len(by.get(others[0], [])) >= MIN_ACROSS:
+        out[others[0]] = round(quantile(by[others[0]], level), 4)
+    if len(by.get("latin", [])) >= MIN_ACROSS:
+        out["latin"] = round(max(quantile(by["latin"], level), cut), 4)
+    return out
 
 
 def _small_store_cut(store: Store, model: str, count: int) -> OffTopicCut | None:
