@@ -172,9 +172,8 @@ class OffTopicCut:
     #: The shipped values it was learnt under (``shipped_rules``): a cut learnt under others
     #: is learnt again ("": not recorded).
     rules: str = ""
-    #: On a multilingual model's store of notes in several scripts: the cut for a question
-    #: written in each script, the same quantile of the distances of the bank's questions in
-    #: that script (``script_cuts``); a script without one takes ``distance``.
+    #: On a multilingual model's store in Latin and one other script: the cut for a question
+    #: written in either (``script_cuts``); a script without one takes ``distance``.
     by_script: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> str:
