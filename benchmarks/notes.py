@@ -14,6 +14,13 @@ candidates. ``--ship`` writes the ratio fit on every folder's fit split to
 
     python -m benchmarks.notes ../shared/data/notes_dev/{tldr,simonw_til,gitlab_runbooks} \\
         [--ship] [--name notes] [--keep DIR]
+    python -m benchmarks.notes ../shared/data/notes_dev_ml/{ja,th,zh} --identifiers 0 \\
+        --name notes-ml
+
+Each folder is ingested with the model a new store of its notes gets (``model_for_notes``:
+multilingual-e5-small for ja/th/zh). The fits (hand-over ratio, off-topic quantile and cap)
+are made across the folders on the evidence critic's model (all-MiniLM-L6-v2) only; the
+others are reported, per question language where ``questions.json`` gives it.
 """
 
 from __future__ import annotations
@@ -171,8 +178,41 @@ def fit_cap(
     return min(ok) if ok else None
 
 
-def main() -> None:
-    """Evaluate the folders, fit LODO, save ``results/<name>.{json,md}``; ``--ship``."""
+def evaluate_all(
+    folders: Sequence[Path], model: str, embeddings: Any, identifiers: int
+) -> dict[str, dict[str, Any]]:
+    """Each folder evaluated (``evaluate_notes``) with the model a new store of its notes gets
+    (``embeddings`` where that is ``model``)."""
+    from ragbrain.evaluation import evaluate_notes
+    from ragbrain.ingest.model_choice import model_for_notes
+    from ragbrain.models.embeddings import embeddings_for
+
+    out: dict[str, dict[str, Any]] = {}
+    for folder in folders:
+        say(f"{folder.name}: ingesting (cached) and asking")
+        chosen = model_for_notes(folder / "notes")[0]
+        used = embeddings if chosen == model else embeddings_for(chosen)
+        # The judged candidates (the probe) serve the fits, made on ``model``'s folders only.
+        out[folder.name] = evaluate_notes(
+            folder, used, identifiers=identifiers, probe=chosen == model
+        )
+    return out
+
+
+def _write_answers(args: argparse.Namespace, everyone: dict[str, dict[str, Any]]) -> None:
+    """``--answers``: every folder's answers in one file; ``--keep``: each folder's payload."""
+    from ragbrain.evaluation import write_json
+
+    if args.answers is not None:
+        write_json(args.answers, {n: p["answers"] for n, p in everyone.items()})
+    if args.keep is not None:
+        args.keep.mkdir(parents=True, exist_ok=True)
+        for name, payload in everyone.items():
+            write_json(args.keep / f"{name}.json", payload)
+
+
+def _arguments() -> argparse.Namespace:
+    """The command line."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("folders", nargs="+", type=Path)
     parser.add_argument("--ship", action="store_true")
@@ -183,22 +223,29 @@ def main() -> None:
         help="a folder to write each folder's answers to (<folder>.json: every judged candidate "
         "with its score, for fitting a hand-over rule without asking again)",
     )
-    args = parser.parse_args()
+    parser.add_argument(
+        "--identifiers", type=int, default=100, help="identifier questions per folder"
+    )
+    parser.add_argument(
+        "--answers", type=Path, help="also write every folder's answers (JSON) to this file"
+    )
+    return parser.parse_args()
+
+
+def main() -> None:
+    """Evaluate the folders, fit LODO, save ``results/<name>.{json,md}``; ``--ship``."""
+    args = _arguments()
     from ragbrain.critic.evidence import EvidenceCritic
-    from ragbrain.evaluation import broad_table, evaluate_notes, notes_table
+    from ragbrain.evaluation import broad_table, notes_table
+    from ragbrain.evaluation.notes import ranking_table
     from ragbrain.models.embeddings import embeddings_for
 
-    embeddings = embeddings_for(None)
-    threshold = EvidenceCritic().threshold
-    payloads: dict[str, dict[str, Any]] = {}
-    for folder in args.folders:
-        say(f"{folder.name}: ingesting (cached) and asking")
-        payloads[folder.name] = evaluate_notes(folder, embeddings)
-        if args.keep is not None:
-            from ragbrain.evaluation import write_json
-
-            args.keep.mkdir(parents=True, exist_ok=True)
-            write_json(args.keep / f"{folder.name}.json", payloads[folder.name])
+    critic = EvidenceCritic()
+    threshold = critic.threshold
+    embeddings = embeddings_for(critic.embedding_model)
+    everyone = evaluate_all(args.folders, critic.embedding_model, embeddings, args.identifiers)
+    payloads = {n: p for n, p in everyone.items() if p["model"] == critic.embedding_model}
+    _write_answers(args, everyone)
     names = list(payloads)
     lodo: dict[str, Any] = {}
     for held in names:
@@ -210,11 +257,11 @@ def main() -> None:
             "without_rule": answerable_stats(test, threshold, None),
             "with_rule": answerable_stats(test, threshold, ratio),
         }
-    shipped = fit_ratio(list(payloads.values()), threshold)
+    shipped = fit_ratio(list(payloads.values()), threshold) if payloads else None
     from ragbrain.refusal.offtopic import levels, rescue
 
     model = "all-MiniLM-L6-v2"
-    banks = {f.name: bank_distances(f, embeddings) for f in args.folders}
+    banks = {f.name: bank_distances(f, embeddings) for f in args.folders if f.name in payloads}
     offtopic_lodo: dict[str, Any] = {}
     for held in names:
         fit_pairs = [(payloads[n], banks[n]) for n in names if n != held]
@@ -230,12 +277,13 @@ def main() -> None:
             ),
         }
     lines = ["# Notes folders: the shipped retriever, and the hand-over rule fit LODO", ""]
-    for name, payload in payloads.items():
+    for name, payload in everyone.items():
         lines += [
-            f"## {name} ({payload['chunks']} chunks), test split",
+            f"## {name} ({payload['chunks']} chunks, {payload['model']}), test split",
             "",
             notes_table(payload["summary"], "test"),
             broad_table(payload["summary"], "test"),
+            ranking_table(payload["summary"], "test"),
         ]
     lines += [
         "## Hand-over ratio, leave-one-folder-out (answerable questions, test split)",
@@ -288,11 +336,11 @@ def main() -> None:
             "lodo": lodo,
             "shipped_ratio": shipped,
             "offtopic_lodo": offtopic_lodo,
-            "summaries": {n: p["summary"] for n, p in payloads.items()},
+            "summaries": {n: p["summary"] for n, p in everyone.items()},
         },
         text,
     )
-    if args.ship:
+    if args.ship and shipped is not None:
         ship(names, shipped, payloads, banks)
 
 

@@ -19,6 +19,8 @@ from ragbrain.evaluation.notes import (
     is_notes_domain,
     load_questions,
     notes_table,
+    ranking,
+    ranking_table,
     summarize_answers,
 )
 from tests.support.fakes import BagOfWordsEmbeddings
@@ -200,6 +202,7 @@ def test_an_unfinished_cached_store_is_built_again(domain: Path, tmp_path: Path)
 def test_identifier_questions_ask_for_a_rare_name_of_a_note_in_each_form(domain: Path) -> None:
     (domain / "notes" / "ops" / "common.md").write_text("use pg_dump; see pg_dump.\n")
     (domain / "notes" / "ops" / "more.md").write_text("pg_dump again, and config_v2.yaml\n")
+    assert identifier_questions(domain, 0) == []
     questions = identifier_questions(domain)
     assert questions == identifier_questions(domain)  # the same draw every time
     assert {q.group for q in questions} == {"identifier"}
@@ -242,3 +245,33 @@ def test_the_broad_table_puts_ragbrain_beside_dense_top_10_and_top_4() -> None:
     assert "| dense top 10 | 100% | 30% | 10.00 | 0% |" in table
     assert "| dense top 4 | 33.3% | 25% | 4.00 | 0% |" in table
     assert broad_table(summary, "fit") == ""
+
+
+def test_questions_with_a_language_are_reported_per_language_and_ranked_beside_dense() -> None:
+    native = Question("q1", "answerable", "test", expect=("a.md",), lang="ja")
+    english = Question("q2", "answerable", "test", expect=("b.md",), lang="en")
+    off = Question("o", "offtopic", "test", kind="general", lang="en")
+    answers = [
+        Answer(native, ["a.md", "x.md"], False, False, dense=["x.md", "a.md"]),
+        Answer(english, [], True, True, dense=["y.md", "y.md", "b.md"]),
+        Answer(off, [], True, True),
+    ]
+    test = summarize_answers(answers)["test"]
+    assert set(test) == {"answerable [ja]", "answerable [en]", "offtopic/general [en]"}
+    assert test["answerable [ja]"]["found"] == 1.0 and test["answerable [ja]"]["ndcg"] == 1.0
+    assert test["answerable [en]"]["refused"] == 1.0 and test["answerable [en]"]["ndcg"] == 0.0
+    # The dense top 10: its notes, each counted at its first chunk (b.md second).
+    assert test["answerable [en]"]["dense"]["found"] == 1.0
+    assert test["answerable [en]"]["dense"]["ndcg"] == pytest.approx(
+        ranking(["y.md", "b.md"], ["b.md"]), abs=1e-4
+    )
+    assert test["answerable [ja]"]["dense"]["first"] == 0.0
+    table = ranking_table({"test": test})
+    assert "| answerable [en] | 0% / 0% / 0.000 | 100% / 0% / 0.631 |" in table
+    assert "| answerable [ja] | 100% / 100% / 1.000 | 100% / 0% / 0.631 |" in table
+
+
+def test_ranking_is_ndcg_of_distinct_notes() -> None:
+    assert ranking(["a.md", "a.md", "b.md"], ["b.md"]) == pytest.approx(1 / 1.5849625)
+    assert ranking([], ["a.md"]) == 0.0
+    assert ranking(["a.md", "b.md"], ["a.md", "b.md"]) == pytest.approx(1.0)

@@ -675,3 +675,73 @@ def test_a_notes_cap_out_of_range_in_a_profile_is_an_error(cap: float) -> None:
         ModelProfile.from_json(raw, "all-minilm-l6-v2.json")
     del raw["offtopic"]["notes_cap"]  # a profile file from before the cap: no cap
     assert ModelProfile.from_json(raw, "x").offtopic.notes_cap is None
+
+
+def test_a_store_of_notes_in_two_scripts_judges_each_question_by_its_own_scripts_cut(
+    tmp_path: Path,
+) -> None:
+    """Japanese notes with English code (a multilingual model's store in two scripts): the
+    store-wide cut is measured across scripts; a question gets the cut of the bank's
+    questions written in its own script, a script the bank hardly has keeps the store-wide."""
+    embeddings = NamedBagOfWords(E5)
+    japanese = [f"型の推論 ジェネリクス 引数 の 説明 その{i}" for i in range(20)]
+    code = [f"const value{i} = identity<string>(input) function generic type" for i in range(20)]
+    got = offtopic.calibrate(store_of(tmp_path, japanese + code, embeddings))
+    assert got is not None and set(got.scripts) >= {"cjk", "latin"} and got.across is None
+    questions = offtopic.bank()
+    nearest = offtopic.nearest_distances(
+        store_of(tmp_path / "again", japanese + code, embeddings),
+        offtopic.query_vectors(embeddings, questions),
+    )
+    expected = offtopic.script_cuts(questions, nearest, got.level, ["cjk", "latin"], got.distance)
+    assert got.by_script == expected and set(expected) == {"cjk", "latin"}
+    cjk = [d for q, d in zip(questions, nearest, strict=True) if script_of(q) == "cjk"]
+    assert expected["cjk"] == pytest.approx(offtopic.quantile(cjk, got.level), abs=1e-4)
+    assert expected["latin"] >= got.distance  # an English question: never tighter
+    # Notes in two languages besides English: a question is meant to find the other's notes.
+    assert offtopic.script_cuts(questions, nearest, 0.02, ["cjk", "thai", "latin"], 0.1) == {}
+    assert offtopic.script_cuts(questions, nearest, 0.02, ["cjk"], 0.1) == {}
+    assert "per script of the question" in got.source
+    # Each question is judged by its script's cut, at both levels; others by the store-wide.
+    assert offtopic.limit_for("型の推論とは", got) == (got.by_script["cjk"], False)
+    strict = round(got.by_script["latin"] * got.strict / got.distance, 4)
+    assert offtopic.limit_for("what is type inference", got, strict=True) == (strict, False)
+    assert offtopic.limit_for("Что такое вывод типов", got) == (got.distance, False)
+    assert offtopic.limit_for("การอนุมานชนิดคืออะไร", got) == (got.distance, False)
+    over = got.by_script["cjk"] + 0.01
+    reason = refusal_reason("糠漬けの作り方", over, got)
+    assert reason is not None and "for a question in cjk script" in reason
+    assert OffTopicCut.from_json(got.to_json()) == got
+
+
+def test_a_one_script_store_has_no_cut_per_script(tmp_path: Path) -> None:
+    thai = [f"บันทึก การสำรองข้อมูล ฐานข้อมูล หมายเลข {i}" for i in range(30)]
+    got = offtopic.calibrate(store_of(tmp_path, thai, NamedBagOfWords(E5)))
+    assert got is not None and got.by_script == {} and got.across is not None
+    english = offtopic.calibrate(store_of(tmp_path / "en", notes(40), NamedBagOfWords(MINILM)))
+    assert english is not None and english.by_script == {}
+
+
+def test_an_english_question_about_japanese_notes_with_code_is_answered_by_its_scripts_cut() -> (
+    None
+):
+    """Japanese notes with English code: the store-wide cut (measured across scripts) is
+    tighter than how far an English question about the notes comes, looser than how near a
+    Japanese general question comes; each script's own cut answers the first, refuses the
+    second."""
+    cut = OffTopicCut(
+        0.146,
+        0.13,
+        "test cut",
+        E5,
+        {"cjk": 0.45, "latin": 0.55},
+        by_script={"latin": 0.152, "cjk": 0.143},
+    )
+    assert refusal_reason("narrow a union type with a type guard", 0.150, cut) is None
+    reason = refusal_reason("ぬか漬けのぬか床が酸っぱくなりすぎたときの対処法", 0.145, cut)
+    assert reason is not None and "(0.143, test cut)" in reason
+    without = replace(cut, by_script={})
+    assert refusal_reason("narrow a union type with a type guard", 0.150, without) is not None
+    assert (
+        refusal_reason("ぬか漬けのぬか床が酸っぱくなりすぎたときの対処法", 0.145, without) is None
+    )

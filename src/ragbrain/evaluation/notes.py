@@ -24,13 +24,18 @@ and the share refused at the default level (``abstain="on"``) and at ``"strict"`
 broad group: the share of the relevant notes among the notes handed over (recall; a refused
 question counts 0), the share of the notes handed over that are relevant (over the answered
 ones), the notes handed over, and the same for a plain dense search of the same store's top 10
-and top 4 chunks (``DENSE_TOPS``), side by side.
+and top 4 chunks (``DENSE_TOPS``), side by side; for answerable questions, the expected note
+found, first and nDCG@10 beside a plain dense top 10 (``ranking_table``). Where
+``questions.json`` gives each question's ``lang`` (``notes_dev_ml``: half asked in the notes'
+language, half in English), every group is reported per language (``answerable [ja]``,
+``answerable [en]``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import random
 import re
 import shutil
@@ -77,12 +82,20 @@ class Question:
     kind: str = ""  # offtopic: general or trap
     expect: tuple[str, ...] = ()  # answerable, broad: the notes that answer it
     near: str = ""  # missing: the closest note that does not answer it
+    lang: str = ""  # the language it is asked in, where questions.json says (``ja``, ``en``)
 
     @property
     def label(self) -> str:
         """The group as reported: ``answerable``, ``offtopic/general``, ``offtopic/trap``,
         ``missing``."""
         return f"{self.group}/{self.kind}" if self.group == "offtopic" else self.group
+
+    @property
+    def row(self) -> str:
+        """The summary's row: the label, and the question's language where it is given
+        (``answerable [ja]``, ``answerable [en]``: same-language and cross-language
+        questions apart)."""
+        return f"{self.label} [{self.lang}]" if self.lang else self.label
 
 
 def is_notes_domain(folder: Path) -> bool:
@@ -133,6 +146,7 @@ def load_questions(folder: Path) -> list[Question]:
                     kind=kind,
                     expect=tuple(expect) if group in EXPECTING else (),
                     near=str(row.get("near", "")),
+                    lang=str(row.get("lang", "")),
                 )
             )
     return questions
@@ -145,6 +159,8 @@ def identifier_questions(folder: Path, count: int = 100, seed: int = 0) -> list[
     are the expected ones (group ``identifier``, test split). What a user types when they
     remember a name and not the note: nothing answers it but the notes that use the name.
     """
+    if count <= 0:
+        return []
     notes = folder / "notes"
     files = sorted(p for p in notes.rglob("*.md") if p.is_file())
     names: dict[str, set[str]] = {}
@@ -230,7 +246,8 @@ class Answer:
     depth: int = 0
     nearest: float | None = None
     support: float | None = None
-    #: Broad questions: the sources of a plain dense search's top ``max(DENSE_TOPS)`` chunks.
+    #: Broad and answerable questions: the sources of a plain dense search's top
+    #: ``max(DENSE_TOPS)`` chunks.
     dense: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -239,6 +256,7 @@ class Answer:
         return {
             "q": q.text,
             "group": q.label,
+            "lang": q.lang,
             "split": q.split,
             "expect": list(q.expect),
             "near": q.near,
@@ -270,7 +288,7 @@ def ask(
     ``probe`` (the same store's retriever without a hand-over rule), once more with the critic
     threshold at 0 and refusal off, to keep every judged candidate with its score (what a
     hand-over rule is fit on); with ``dense`` (a plain dense search: question, k -> sources),
-    a broad question's dense top ``max(DENSE_TOPS)`` as well."""
+    a broad or answerable question's dense top ``max(DENSE_TOPS)`` as well."""
     from dataclasses import replace
 
     base = retriever.context
@@ -305,7 +323,7 @@ def ask(
                 )
                 for d in judged
             ]
-        if dense is not None and question.group == "broad":
+        if dense is not None and question.group in ("broad", "answerable"):
             answer.dense = dense(question.text, max(DENSE_TOPS))
         answers.append(answer)
         if progress is not None:
@@ -352,17 +370,37 @@ def broad_scores(
     }
 
 
+def ranking(sources: Sequence[str], expect: Sequence[str], k: int = 10) -> float:
+    """nDCG@``k`` of the notes in ``sources`` (chunks' notes, in order; a note counts at its
+    first chunk), an ``expect`` note relevant."""
+    notes = list(dict.fromkeys(s for s in sources if s))[:k]
+    wanted = set(expect)
+    gain = sum(1.0 / math.log2(i + 2) for i, note in enumerate(notes) if note in wanted)
+    ideal = sum(1.0 / math.log2(i + 2) for i in range(min(len(wanted), k)))
+    return gain / ideal if ideal else 0.0
+
+
+def _found_scores(
+    rows: Sequence[Answer], handed: Callable[[Answer], Sequence[str]]
+) -> dict[str, Any]:
+    """Found, first, nDCG@10 of the notes ``handed`` gives each answerable answer."""
+    return {
+        "found": _share(bool(set(handed(a)) & set(a.question.expect)) for a in rows),
+        "first": _share(bool(handed(a)) and handed(a)[0] in a.question.expect for a in rows),
+        "ndcg": _mean(ranking(handed(a), a.question.expect) for a in rows),
+    }
+
+
 def summarize_answers(answers: Sequence[Answer]) -> dict[str, dict[str, Any]]:
-    """Per group (``Question.label``) and split (``fit``, ``test``, ``all``): counts and
-    rates (``None`` where a group has no question)."""
+    """Per row (``Question.row``: the group, and the question's language where given) and
+    split (``fit``, ``test``, ``all``): counts and rates (``None`` where a group has no
+    question)."""
     out: dict[str, dict[str, Any]] = {}
-    labels = sorted({a.question.label for a in answers})
+    labels = sorted({(a.question.row, a.question.label) for a in answers})
     for split in (*SPLITS, "all"):
-        for label in labels:
+        for name, label in labels:
             rows = [
-                a
-                for a in answers
-                if a.question.label == label and split in ("all", a.question.split)
+                a for a in answers if a.question.row == name and split in ("all", a.question.split)
             ]
             if not rows:
                 continue
@@ -372,19 +410,20 @@ def summarize_answers(answers: Sequence[Answer]) -> dict[str, dict[str, Any]]:
                 "refused_strict": _share(a.refused_strict for a in rows),
             }
             if label in ("answerable", "identifier"):
-                found = [a for a in rows if set(a.sources) & set(a.question.expect)]
+                found = _found_scores(rows, lambda a: a.sources)
                 handed = [a for a in rows if a.sources]
                 entry |= {
-                    "found": _share(a in found for a in rows),
-                    "first": _share(
-                        bool(a.sources) and a.sources[0] in a.question.expect for a in rows
-                    ),
+                    "found": found["found"],
+                    "first": found["first"],
+                    "ndcg": found["ndcg"],
                     "chunks": _mean(len(a.sources) for a in handed),
                     "from_expected": _mean(
                         sum(s in a.question.expect for s in a.sources) / len(a.sources)
                         for a in handed
                     ),
                 }
+                if all(a.dense for a in rows):
+                    entry["dense"] = _found_scores(rows, lambda a: a.dense)
             elif label == "broad":
                 expects = [a.question.expect for a in rows]
                 entry |= broad_scores([a.sources for a in rows], expects)
@@ -399,7 +438,7 @@ def summarize_answers(answers: Sequence[Answer]) -> dict[str, dict[str, Any]]:
                 entry["chunks"] = _mean(len(a.sources) for a in rows if a.sources)
             else:
                 entry["chunks"] = _mean(len(a.sources) for a in rows if a.sources)
-            out.setdefault(split, {})[label] = entry
+            out.setdefault(split, {})[name] = entry
     return out
 
 
@@ -413,7 +452,8 @@ def evaluate_notes(
     reporter: Callable[[str], Callable[[int, int], None]] | None = None,
     identifiers: int = 100,
 ) -> dict[str, Any]:
-    """Ingest the notes domain ``folder`` (cached), ask its questions of the shipped retriever
+    """Ingest the notes domain ``folder`` (cached; with ``embeddings``, else the model a new
+    store of its notes gets, ``model_for_notes``), ask its questions of the shipped retriever
     (or ``retriever``), and ``identifiers`` questions about names its notes use
     (``identifier_questions``), and summarize; a broad question is also asked of a plain dense
     search of the same store (``DENSE_TOPS``) when the store is built here.
@@ -424,6 +464,7 @@ def evaluate_notes(
     Raises:
         InvalidInputError: ``folder`` is not a notes domain.
     """
+    from ragbrain.ingest.model_choice import model_for_notes
     from ragbrain.models.embeddings import embeddings_for, model_name_of
     from ragbrain.retriever import CorrectiveRetriever
 
@@ -432,7 +473,7 @@ def evaluate_notes(
     questions = load_questions(folder) + identifier_questions(folder, identifiers)
     store: Store | None = None
     if retriever is None:
-        embeddings = embeddings or embeddings_for(None)
+        embeddings = embeddings or embeddings_for(model_for_notes(folder / "notes")[0])
         progress = reporter("ingesting") if reporter else None
         store = notes_store(folder, embeddings, root=store_root, progress=progress)
         path = cached_store_path(folder, model_name_of(embeddings), store_root)
@@ -468,23 +509,52 @@ def evaluate_notes(
 
 
 def broad_table(summary: dict[str, dict[str, Any]], split: str = "test") -> str:
-    """The broad group of one split as a Markdown table: ragbrain, then plain dense top 10 and
-    top 4 chunks of the same store (empty when the split has no broad question)."""
-    entry = summary.get(split, {}).get("broad")
-    if entry is None:
+    """The broad group of one split as a Markdown table (a row block per question language
+    where given): ragbrain, then plain dense top 10 and top 4 chunks of the same store (empty
+    when the split has no broad question)."""
+    entries = {n: e for n, e in summary.get(split, {}).items() if n.split(" ")[0] == "broad"}
+    if not entries:
         return ""
     lines = [
         "| broad questions | recall of relevant notes | relevant share of notes handed over "
         "| notes handed over | refused |",
         "|---|---|---|---|---|",
     ]
-    sides = [(f"ragbrain ({entry['questions']} questions)", entry)]
-    sides += [(f"dense top {k}", scores) for k, scores in entry.get("dense", {}).items()]
-    for name, scores in sides:
-        notes = "-" if scores.get("notes") is None else f"{scores['notes']:.2f}"
+    for name, entry in entries.items():
+        where = name[len("broad") :]
+        sides = [(f"ragbrain{where} ({entry['questions']} questions)", entry)]
+        sides += [(f"dense top {k}{where}", v) for k, v in entry.get("dense", {}).items()]
+        for shown, scores in sides:
+            notes = "-" if scores.get("notes") is None else f"{scores['notes']:.2f}"
+            lines.append(
+                f"| {shown} | {percent(scores['recall'])} | {percent(scores['precision'])} "
+                f"| {notes} | {percent(scores['refused'])} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def ranking_table(summary: dict[str, dict[str, Any]], split: str = "test") -> str:
+    """Answerable questions of one split, ranked: the expected note found, first, and nDCG@10
+    of the notes, for ragbrain's handed-over chunks and a plain dense search's top 10 chunks
+    of the same store (empty without dense searches)."""
+    entries = {
+        n: e
+        for n, e in summary.get(split, {}).items()
+        if n.split(" ")[0] == "answerable" and "dense" in e
+    }
+    if not entries:
+        return ""
+    lines = [
+        "| answerable, ranked | ragbrain: found / first / nDCG@10 "
+        "| dense top 10: found / first / nDCG@10 |",
+        "|---|---|---|",
+    ]
+    for name, entry in entries.items():
+        d = entry["dense"]
         lines.append(
-            f"| {name} | {percent(scores['recall'])} | {percent(scores['precision'])} "
-            f"| {notes} | {percent(scores['refused'])} |"
+            f"| {name} | {percent(entry['found'])} / {percent(entry['first'])} / "
+            f"{entry['ndcg']:.3f} | {percent(d['found'])} / {percent(d['first'])} / "
+            f"{d['ndcg']:.3f} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -172,6 +172,9 @@ class OffTopicCut:
     #: The shipped values it was learnt under (``shipped_rules``): a cut learnt under others
     #: is learnt again ("": not recorded).
     rules: str = ""
+    #: On a multilingual model's store in Latin and one other script: the cut for a question
+    #: written in either (``script_cuts``); a script without one takes ``distance``.
+    by_script: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> str:
         """The cut as the JSON string the store's metadata keeps."""
@@ -196,6 +199,7 @@ class OffTopicCut:
                 prose=float(raw.get("prose", 0.0)),
                 level=float(raw.get("level", 0.0)),
                 rules=str(raw.get("rules", "")),
+                by_script={str(k): float(v) for k, v in dict(raw.get("by_script", {})).items()},
             )
         except (TypeError, ValueError, KeyError):
             return None
@@ -383,6 +387,7 @@ def calibrate(
     count = store.count()
     english = english_only(model)
     setting = across_of(model)
+    by_script: dict[str, float] = {}
     if count < MIN_CHUNKS:
         return _small_store_cut(store, model, count)
     questions = bank(english_only=english)
@@ -418,6 +423,11 @@ def calibrate(
         distances = cross_script_distances(questions, vectors, texts, sample["embeddings"])
         source += f" in {len(written_in)} scripts, measured across scripts"
         across = None
+        if explicit is None:
+            nearest = nearest_distances(store, vectors)
+            wide = quantile(distances, level)
+            by_script = script_cuts(questions, nearest, level, written_in, wide)
+            source += ", and per script of the question" if by_script else ""
     else:
         distances = nearest_distances(store, vectors)
         across = None
@@ -454,7 +464,40 @@ def calibrate(
         prose=prose,
         level=level,
         rules=shipped_rules(model),
+        by_script=by_script,
     )
+
+
+def script_cuts(
+    questions: Sequence[str],
+    distances: Sequence[float],
+    level: float,
+    written_in: Sequence[str],
+    cut: float,
+) -> dict[str, float]:
+    """The cut for a question in the notes' own script on a store of notes in one language
+    besides English (code, commands, UI names: ``written_in`` holds Latin and exactly one
+    other script): the ``level`` quantile of the nearest distances of the bank's questions
+    written in that script, and for a Latin-script question the same quantile of the English
+    ones, never below the store-wide ``cut``. A question finds notes of its own script from
+    nearer than one asked across scripts, so the store-wide cut, measured across scripts, let
+    general questions in the notes' language through; an English question finds them from
+    farther. Notes in two other scripts (a store of several languages) get none: there a
+    question is meant to find notes in another language
+    (docs/decisions/offtopic-cut-per-script.md).
+    """
+    others = [s for s in written_in if s != "latin"]
+    if "latin" not in written_in or len(others) != 1:
+        return {}
+    by: dict[str, list[float]] = {}
+    for question, distance in zip(questions, distances, strict=True):
+        by.setdefault(script_of(question), []).append(distance)
+    out: dict[str, float] = {}
+    if len(by.get(others[0], [])) >= MIN_ACROSS:
+        out[others[0]] = round(quantile(by[others[0]], level), 4)
+    if len(by.get("latin", [])) >= MIN_ACROSS:
+        out["latin"] = round(max(quantile(by["latin"], level), cut), 4)
+    return out
 
 
 def _small_store_cut(store: Store, model: str, count: int) -> OffTopicCut | None:
@@ -487,6 +530,9 @@ def _small_store_cut(store: Store, model: str, count: int) -> OffTopicCut | None
     )
 
 
+#: What a recorded cut holds; part of ``shipped_rules``, so that a cut recorded before a change
+#: in how cuts are learnt is learnt again.
+CUT_FORMAT = "by_script"
 #: A stored cut older than this change in the store's size is learnt again.
 STALE_CHANGE = 0.2
 
@@ -509,7 +555,7 @@ def shipped_rules(model: str) -> str:
     found = profile(model)
     if found is None:
         return ""
-    text = json.dumps(asdict(found.offtopic), sort_keys=True)
+    text = json.dumps(asdict(found.offtopic), sort_keys=True) + CUT_FORMAT
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
@@ -582,7 +628,7 @@ def refusal_reason(
     if best_distance <= limit:
         return _closer_to_general(script, best_distance, cut, strict, general) if across else None
     level = "strict cut" if strict else "off-topic cut"
-    if across:
+    if across or script in cut.by_script:
         level += f" for a question in {script} script"
     shown = "" if support is None else f", and no chunk holds its rare words ({support:.2f})"
     return (
@@ -620,6 +666,10 @@ def limit_for(query: str, cut: OffTopicCut, *, strict: bool = False) -> tuple[fl
     the cut across scripts (``OffTopicCut.across``: the same at both levels, since across
     scripts the distance cannot tell a missing answer from a present one)."""
     limit = cut.strict if strict else cut.distance
+    own = cut.by_script.get(script_of(query))
+    if own is not None:
+        scale = cut.strict / cut.distance if strict and cut.distance > 0 else 1.0
+        return round(own * scale, 4), False
     if cut.across is None or not crosses(script_of(query), cut):
         return limit, False
     return round(max(cut.across, limit), 4), True
