@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         StoreMismatchError,
         StoreNotFoundError,
         StoreUnavailableError,
+        UnknownTypeWarning,
         WrongModelError,
         WrongTypeError,
     )
@@ -57,6 +58,7 @@ _WHERE = {
     "StorePolicy": "ragbrain.store.resilience",
     "StoreUnavailableError": "ragbrain.errors",
     "TransformerCritic": "ragbrain.critic",
+    "UnknownTypeWarning": "ragbrain.errors",
     "WrongModelError": "ragbrain.errors",
     "WrongTypeError": "ragbrain.errors",
     "build_graph": "ragbrain.graph",
@@ -87,6 +89,7 @@ __all__ = [
     "StorePolicy",
     "StoreUnavailableError",
     "TransformerCritic",
+    "UnknownTypeWarning",
     "WrongModelError",
     "WrongTypeError",
     "build_graph",

@@ -71,3 +71,8 @@ class MissingExtraError(RagbrainError, ImportError):
 
 class ModelLoadError(RagbrainError, RuntimeError):
     """An embedding model's files are missing, damaged or of another version."""
+
+
+class UnknownTypeWarning(UserWarning):
+    """A type filter names a type that no stored chunk has; the message names the closest.
+    (The CLI and the MCP server say so in their own output and silence this warning.)"""

@@ -29,7 +29,7 @@ from ragbrain.arguments import (
 )
 from ragbrain.checks import check_embeddings, check_flag, check_names, describe
 from ragbrain.context import RetrievalContext
-from ragbrain.errors import InvalidInputError, WrongTypeError
+from ragbrain.errors import InvalidInputError, UnknownTypeWarning, WrongTypeError
 from ragbrain.factory import (
     BuildOptions,
     CriticChoice,
@@ -420,7 +420,7 @@ class CorrectiveRetriever(BaseRetriever):
         unknown = unknown_types(list(types), known)
         if unknown:
             message = unknown_types_message(unknown, known)
-            warnings.warn(f"type filter: {message}", UserWarning, stacklevel=4)
+            warnings.warn(f"type filter: {message}", UnknownTypeWarning, stacklevel=4)
 
     def unknown_types(self, types: Sequence[str] | None) -> list[tuple[str, list[str]]]:
         """The types of ``types`` that match no stored type (case-insensitively), each with

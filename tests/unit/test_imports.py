@@ -32,6 +32,7 @@ EXPECTED_ALL = [
     "StorePolicy",
     "StoreUnavailableError",
     "TransformerCritic",
+    "UnknownTypeWarning",
     "WrongModelError",
     "WrongTypeError",
     "build_graph",

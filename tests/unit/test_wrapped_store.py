@@ -21,7 +21,12 @@ from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 from langchain_core.vectorstores import InMemoryVectorStore
 
 from ragbrain import CorrectiveRetriever, RetrievalContext
-from ragbrain.errors import StoreMismatchError, StoreNotFoundError, WrongTypeError
+from ragbrain.errors import (
+    StoreMismatchError,
+    StoreNotFoundError,
+    UnknownTypeWarning,
+    WrongTypeError,
+)
 from ragbrain.lexical.index import LexicalIndex, fingerprint
 from ragbrain.store import type_index
 from ragbrain.store.lexical import LexicalSearcher, index_path
@@ -551,7 +556,7 @@ def test_a_type_no_chunk_has_warns_naming_the_closest(client: chromadb.ClientAPI
     retriever = CorrectiveRetriever.from_vectorstore(
         chroma(client, docs, BagOfWordsEmbeddings()), critic=None, type_key="kind"
     )
-    with pytest.warns(UserWarning, match=r"'hwoto' \(closest: howto\)"):
+    with pytest.warns(UnknownTypeWarning, match=r"'hwoto' \(closest: howto\)"):
         out = retriever.run("backup", type_filter="hwoto")
     assert any("'hwoto' (closest: howto)" in n for n in out["notes"])
     with pytest.warns(UserWarning, match=r"'decisoin' \(closest: decision\)"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -10,7 +11,7 @@ import typer
 from rich.text import Text
 
 from ragbrain.cli.common import ServerOption, StoreOption, app, err, fail, out
-from ragbrain.errors import RagbrainError
+from ragbrain.errors import RagbrainError, UnknownTypeWarning
 
 if TYPE_CHECKING:
     pass
@@ -96,7 +97,9 @@ def query(
                 policy=StorePolicy.from_env(),
                 context=RetrievalContext(abstain=check_abstain(abstain)),
             )
-        output = retriever.run(text, k=k, type_filter=type_ or None, filters=filters)
+        with warnings.catch_warnings():  # said below, in the command's own words
+            warnings.simplefilter("ignore", UnknownTypeWarning)
+            output = retriever.run(text, k=k, type_filter=type_ or None, filters=filters)
         unknown = retriever.unknown_types(type_ or None)
     except RagbrainError as exc:
         raise fail(exc) from exc

@@ -12,6 +12,7 @@ import logging
 import os
 import threading
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from ragbrain.context import RetrievalContext
 from ragbrain.critic.base import threshold_label
-from ragbrain.errors import InvalidInputError, RagbrainError
+from ragbrain.errors import InvalidInputError, RagbrainError, UnknownTypeWarning
 from ragbrain.factory import BuildOptions, CriticChoice, open_store
 from ragbrain.gates import run_gate
 from ragbrain.ingest.inbox import Inbox
@@ -247,7 +248,8 @@ class RagbrainService:
         """Run the retrieval pipeline and return its decisions and chunks, cleaned and capped;
         ``filters`` (paths, tags, dates) limit every search, the fallback's too."""
         loaded = self.load()
-        with self._searching:
+        with self._searching, warnings.catch_warnings():  # the result's notes say it
+            warnings.simplefilter("ignore", UnknownTypeWarning)
             output = loaded.retriever.run(query, k=k, type_filter=types, filters=filters)
         chunks = []
         for doc in output["documents"]:
