@@ -199,16 +199,13 @@ def evaluate_all(
     return out
 
 
-def _write_answers(args: argparse.Namespace, everyone: dict[str, dict[str, Any]]) -> None:
-    """``--answers``: every folder's answers in one file; ``--keep``: each folder's payload."""
+def _keep(folder: Path, everyone: dict[str, dict[str, Any]]) -> None:
+    """``--keep``: each folder's payload (its answers with every judged candidate)."""
     from ragbrain.evaluation import write_json
 
-    if args.answers is not None:
-        write_json(args.answers, {n: p["answers"] for n, p in everyone.items()})
-    if args.keep is not None:
-        args.keep.mkdir(parents=True, exist_ok=True)
-        for name, payload in everyone.items():
-            write_json(args.keep / f"{name}.json", payload)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, payload in everyone.items():
+        write_json(folder / f"{name}.json", payload)
 
 
 def _arguments() -> argparse.Namespace:
@@ -226,9 +223,6 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument(
         "--identifiers", type=int, default=100, help="identifier questions per folder"
     )
-    parser.add_argument(
-        "--answers", type=Path, help="also write every folder's answers (JSON) to this file"
-    )
     return parser.parse_args()
 
 
@@ -245,7 +239,8 @@ def main() -> None:
     embeddings = embeddings_for(critic.embedding_model)
     everyone = evaluate_all(args.folders, critic.embedding_model, embeddings, args.identifiers)
     payloads = {n: p for n, p in everyone.items() if p["model"] == critic.embedding_model}
-    _write_answers(args, everyone)
+    if args.keep is not None:
+        _keep(args.keep, everyone)
     names = list(payloads)
     lodo: dict[str, Any] = {}
     for held in names:
