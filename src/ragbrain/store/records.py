@@ -21,10 +21,17 @@ class Records(StoreBase):
     """The part of ``Store`` that reads and writes its records (collection metadata)."""
 
     @property
+    def model(self) -> str:
+        """The name of the model that embeds this store's queries, as a store records it
+        (``ragbrain.models.embeddings.model_name_of``); its settings follow from it
+        (``ragbrain.settings``)."""
+        return model_name_of(self.embeddings)
+
+    @property
     def embedding_model(self) -> str | None:
         """The embedding model behind this store's distances: the one queries are embedded
         with, unless the store records another (then None: the distances mix two models)."""
-        model = model_name_of(self.embeddings)
+        model = self.model
         recorded = (self.collection.metadata or {}).get(MODEL_KEY)
         return model if recorded in (None, model) else None
 

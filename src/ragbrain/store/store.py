@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ragbrain.checks import check_embeddings, check_location
 from ragbrain.errors import StoreMismatchError, StoreNotFoundError
-from ragbrain.models.embeddings import EMBEDDING_CHOICES, embeddings_for, model_name_of
+from ragbrain.models.embeddings import EMBEDDING_CHOICES, embeddings_for
 from ragbrain.paths import cache_root
 from ragbrain.store.collection import open_collection
 from ragbrain.store.connect import ServerAccess, connect
@@ -200,7 +200,7 @@ class Store(Searching, Writing, Records):
         """After another process's write: if it re-embedded the store with another model,
         switch to that model (``follows_model``), else refuse to search from now on."""
         recorded = (collection.metadata or {}).get(MODEL_KEY)
-        current = model_name_of(self.embeddings)
+        current = self.model
         if recorded == self._recorded_model:
             return  # as when opened (a caller's model of the same dimension is its choice)
         self._recorded_model = recorded
