@@ -20,7 +20,7 @@ from ragbrain.query.typematch import stored_spellings, unknown_types, unknown_ty
 from ragbrain.retriever import CorrectiveRetriever
 from ragbrain.store import Store
 from ragbrain.store.lexical import LexicalSearcher
-from ragbrain.store.typelist import list_types
+from ragbrain.store.reader import list_types
 from tests.support.fakes import NOTES, BagOfWordsEmbeddings
 
 KNOWN = ["SQLite", "sqlite", "postgres", "bug", "decision", "lesson"]
@@ -128,7 +128,7 @@ def test_the_cli_warns_on_stderr_and_exits_0(
 ) -> None:
     # The CLI reads a store with the model the store records: here the fake one.
     monkeypatch.setattr(
-        "ragbrain.store.collection._recorded_embeddings", lambda *_: BagOfWordsEmbeddings()
+        "ragbrain.store.connect._recorded_embeddings", lambda *_: BagOfWordsEmbeddings()
     )
     store = mixed_store.location
     runner = CliRunner()
