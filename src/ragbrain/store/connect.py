@@ -261,7 +261,7 @@ def bound_requests(client: ClientAPI) -> None:
 
 def embedded_client(path: Path) -> ClientAPI:
     """A client that reads the folder as it is now: never the segments chromadb cached for
-    the path when this process opened it before (``follow.fresh_client``)."""
+    the path when this process opened it before (``processes.fresh_client``)."""
     from ragbrain.store.processes import fresh_client
 
     return fresh_client(path)
@@ -387,7 +387,7 @@ def _probe_client() -> httpx.Client:
 
 
 def _server_client(url: str, policy: StorePolicy, access: ServerAccess) -> ClientAPI:
-    """An HttpClient whose every request has a timeout (see ``resilience.bound_requests``)
+    """An HttpClient whose every request has a timeout (see ``bound_requests``)
     and carries ``access``'s token, on its tenant and database.
 
     chromadb's constructor already talks to the server without a timeout, so a bounded

@@ -19,7 +19,7 @@ chunks from the graph's reach instead ("index reach" in ``ragbrain doctor``).
 So every call a ragbrain client on a folder makes to Chroma (reads too: any of them may
 write the index files) holds an exclusive lock on ``<store>/index.lock`` for the call's
 length only: calls take milliseconds, a long ingest takes the lock once per call, and the
-writers' lock (``repair.writer_lock``) stays what orders whole ingests. Another program's
+writers' lock (``writer_lock``) stays what orders whole ingests. Another program's
 client on the same folder does not take it (docs/many-processes.md).
 
 Following other processes' writes to an embedded Chroma folder.
@@ -125,7 +125,7 @@ def one_call_at_a_time(folder: Path) -> Iterator[None]:
 
 def _take(fd: int, folder: Path) -> None:
     """Take the lock on ``fd``, waiting (polling, 1 to 20 ms apart) at most as long as a
-    writer waits for the writers' lock (``repair.lock_wait``): a process frozen inside a
+    writer waits for the writers' lock (``lock_wait``): a process frozen inside a
     call (stopped, swapping) makes the others fail with a clear error, not hang.
 
     Raises:
@@ -268,7 +268,7 @@ def fresh_client(path: Path, settings: Settings | None = None) -> ClientAPI:
     on working, on what they loaded, until dropped), so this client loads its segments from
     disk. Later clients on the path share the new system; the old one's references stay
     counted, so closing an old client never stops the new system. Its every call to
-    Chroma holds the folder's index lock (``ragbrain.store.serial``)."""
+    Chroma holds the folder's index lock (``serialize``)."""
     import chromadb
     from chromadb.api.shared_system_client import SharedSystemClient
     from chromadb.config import Settings
@@ -282,7 +282,7 @@ def fresh_client(path: Path, settings: Settings | None = None) -> ClientAPI:
             systems.pop(cached)
             kept += counts.pop(cached, 0)
         client = chromadb.PersistentClient(path=str(path), settings=settings)
-        serialize(getattr(client, "_server", None), path)  # one call at a time (``serial``)
+        serialize(getattr(client, "_server", None), path)  # one call at a time (``serialize``)
         found = getattr(client, "_identifier", None)
         if kept and isinstance(found, str):
             identifier = found
@@ -329,7 +329,7 @@ def retire(client: object) -> None:
 log = logging.getLogger(__name__)
 
 #: Runs one Chroma call, named for its error message: ``Store.call``, or
-#: ``functools.partial(resilience.call, policy)``.
+#: ``functools.partial(connect.call, policy)``.
 Caller = Callable[[str, Callable[[], Any]], Any]
 
 

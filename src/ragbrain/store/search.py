@@ -45,7 +45,7 @@ Chroma's ``where`` cannot say "source under bug/" or "tag db among 'db, ops'", a
 can say (a time range) costs what the type filter's ``where`` does (16-42x an unfiltered
 query at 100k chunks). The index of the whole store (the lexical index, which keeps every
 chunk's source, tags and time: ``ragbrain.query.facets``) turns the filters into a mask at once;
-then, as for the type filter (``type_index``):
+then, as for the type filter (``TypeIndex`` above):
 
 - a scope of at least 1 / ``OVERFETCH`` of the store: the ``OVERFETCH * k`` nearest chunks of
   any kind (ids and distances only), those in the mask kept;
@@ -110,7 +110,7 @@ class Hit(TypedDict):
 
 
 class SearchableStore(Protocol):
-    """A store as the nodes search it (``ragbrain.store.searching`` documents each member)."""
+    """A store as the nodes search it (``Store`` documents each member)."""
 
     @property
     def embeddings(self) -> Embeddings:

@@ -194,7 +194,7 @@ class Store:
 
     def follow(self) -> None:
         """Reopen the Chroma client with fresh segments if another process wrote since this
-        store last looked (a stat when nothing changed; see ``ragbrain.store.follow``). Not
+        store last looked (a stat when nothing changed; see ``ragbrain.store.processes``). Not
         while this process writes: its own client sees its own writes.
 
         Raises:
@@ -551,7 +551,7 @@ class Store:
         # Types match case-insensitively: filter on every stored spelling of each.
         types = stored_spellings(types, self.known_types())
         # Type filter: Chroma's `where` is 25-70x slower at 100k chunks, so first
-        # over-fetch unfiltered and filter in memory (see type_index.py); a rare type falls
+        # over-fetch unfiltered and filter in memory (see search.py); a rare type falls
         # through to Chroma's own filter.
         hits = typed_nearest(self.collection, self._type_index, vector[0], k, set(types))
         return hits if hits is not None else self._nearest(vector, k, type_where(types))
@@ -681,7 +681,7 @@ class Store:
     def writing(self, wait: float | None = None) -> Iterator[None]:
         """Hold the store's writer lock (embedded stores only; a server orders writes itself).
 
-        Another writer is waited for, ``wait`` seconds at most (None: ``repair.lock_wait``;
+        Another writer is waited for, ``wait`` seconds at most (None: ``processes.lock_wait``;
         0 tries once); once the lock is held, what
         other processes wrote is followed (``follow``) before anything is written, so this
         process never writes over a newer store with an older view of it. Re-entrant: every
@@ -717,11 +717,11 @@ class Store:
                         self._follower.settle()  # this process's own writes: nothing to follow
 
     def restore_missing_vectors(self, thorough: bool | None = None) -> list[str]:
-        """Write back the chunks Chroma's vector index lost in a crash (``repair``): those it
+        """Write back the chunks Chroma's vector index lost in a crash (``processes``): those it
         lacks, and with ``thorough`` those it holds but no search reaches.
 
         Args:
-            thorough: Also search every chunk by its own vector (``repair.unreachable_vectors``);
+            thorough: Also search every chunk by its own vector (``processes.unreachable_vectors``);
                 None: when ``writing`` found that the last writer was killed.
 
         Returns:

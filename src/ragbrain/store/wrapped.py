@@ -369,7 +369,7 @@ def wrap_chroma(
         raise StoreNotFoundError(f"The vector store has no collection: {exc}") from None
     client = vectorstore._client
     where, sqlite = _where_is(client)
-    if sqlite is not None:  # the caller's client too: one Chroma call at a time (``serial``)
+    if sqlite is not None:  # the caller's client too: one call at a time (``serialize``)
         from ragbrain.store.processes import serialize
 
         serialize(getattr(client, "_server", None), sqlite.parent)
