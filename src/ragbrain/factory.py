@@ -313,7 +313,7 @@ def check_store_model(store: Store) -> float | None:
     """
     from ragbrain.models.agreement import check_model
     from ragbrain.models.embeddings import model_name_of
-    from ragbrain.store.connect import MODEL_KEY
+    from ragbrain.store.ledger import MODEL_KEY
 
     got = store.call(
         "Reading chunks for the model check",

@@ -31,7 +31,8 @@ from ragbrain.errors import (
     StoreUnavailableError,
 )
 from ragbrain.store import Store, parse_server_url
-from ragbrain.store.connect import LOCK_FILE, StorePolicy, attempt_timeout, call, is_transient
+from ragbrain.store.connect import StorePolicy, attempt_timeout, call, is_transient
+from ragbrain.store.ledger import LOCK_FILE
 from ragbrain.store.processes import restore_missing_vectors, unreachable_vectors, writer_lock
 from tests.support.fakes import BagOfWordsEmbeddings, CutOff
 

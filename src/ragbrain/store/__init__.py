@@ -6,15 +6,8 @@ rooms it calls (docs/architecture.md lists them). ``SearchableStore`` is what th
 nodes need of a store.
 """
 
-from ragbrain.store.connect import (
-    COLLECTION,
-    DIMENSION_KEY,
-    GATE_KEY,
-    MODEL_KEY,
-    StorePolicy,
-    connect,
-    parse_server_url,
-)
+from ragbrain.store.connect import StorePolicy, connect, parse_server_url
+from ragbrain.store.ledger import COLLECTION, DIMENSION_KEY, GATE_KEY, MODEL_KEY
 from ragbrain.store.search import SearchableStore
 from ragbrain.store.store import Store
 

@@ -1,7 +1,5 @@
-"""Reaching a store: the names it is read and written by, the deadlines and retries of
-every call, a client on a folder or a server, and the collection with its checks.
-
-Names the store is read and written by: the collection, its metadata keys, call sizes.
+"""Reaching a store: the deadlines and retries of every call, a client on a folder or a
+server, and the collection with its checks.
 
 Deadlines and retries for store calls: which failures are transient, and how long to try.
 
@@ -44,30 +42,13 @@ from ragbrain.paths import (
     default_store_path,
     resolved,
 )
+from ragbrain.store.ledger import BATCH, COLLECTION, DIMENSION_KEY, MODEL_KEY
 
 if TYPE_CHECKING:
     import httpx
     from chromadb.api import ClientAPI
     from chromadb.api.models.Collection import Collection
     from langchain_core.embeddings import Embeddings
-
-
-# --- names the store is read and written by ---
-
-COLLECTION = "ragbrain"
-LOCK_FILE = "ragbrain.lock"
-MODEL_KEY = "ragbrain:embedding_model"
-DIMENSION_KEY = "ragbrain:dimension"
-GATE_KEY = "ragbrain:gate_threshold"  # written by `ragbrain calibrate`
-GATE_SOURCE_KEY = "ragbrain:gate_source"
-#: The off-topic cut ``ragbrain.refusal.offtopic`` learns at ingest (JSON).
-OFFTOPIC_KEY = "ragbrain:offtopic"
-#: Chroma caps how many records one call may carry.
-BATCH = 1000
-#: Records read per call when listing a whole store. Chroma reads a call's metadata with one
-#: SQL statement naming every id, and SQLite refuses more than 32,766 variables: an unpaged
-#: listing fails on a store of about 33k chunks or more ("too many SQL variables").
-PAGE = 5000
 
 
 # --- deadlines and retries ---

@@ -62,7 +62,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ragbrain.errors import InvalidInputError, StoreLockedError, StoreNotFoundError
 from ragbrain.paths import LOCK_WAIT_ENV
-from ragbrain.store.connect import BATCH, LOCK_FILE
+from ragbrain.store.ledger import BATCH, LOCK_FILE
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI

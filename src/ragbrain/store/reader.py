@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 from ragbrain._util import UNSAFE
 from ragbrain.errors import InvalidInputError, StoreNotFoundError
 from ragbrain.query.typematch import fold
-from ragbrain.store.connect import COLLECTION, PAGE, StorePolicy, call, connect
+from ragbrain.store.connect import StorePolicy, call, connect
+from ragbrain.store.ledger import COLLECTION, PAGE
 
 if TYPE_CHECKING:
     from ragbrain.store import Store

@@ -2,8 +2,6 @@
 graph's nodes need of a store (``SearchableStore``), type-filtered search and path-, tag-
 and date-scoped search.
 
-What a search of the store hands back: one ``Hit`` per chunk found.
-
 What the graph's nodes need of a store: the seam between ``nodes/`` (and the fusion they
 call in ``lexical/``) and ``store/``.
 
@@ -34,9 +32,6 @@ types' are missing), so the next process finds them at once
 store writes, and reloaded when the collection's count has changed (checked at most every
 ``RECHECK_SECONDS``, and only once the store's version has moved), so another writer's
 changes show up too; every result is checked against Chroma before it is returned.
-
-(Longer than the package's ~300-line modules: the over-fetch, the kept vectors and
-their freshness checks are one mechanism whose parts share the same cache entries.)
 
 Path-, tag- and date-filtered search: a mask from an index of the whole store, then either
 an over-fetch filtered in memory or Chroma's search restricted to the matching ids.

@@ -30,22 +30,22 @@ from ragbrain.errors import InvalidInputError, StoreMismatchError, StoreNotFound
 from ragbrain.models.embeddings import EMBEDDING_CHOICES, embeddings_for, model_name_of
 from ragbrain.paths import cache_root
 from ragbrain.query.typematch import stored_spellings
-from ragbrain.store.connect import (
+from ragbrain.store.connect import ServerAccess, StorePolicy, call, connect, open_collection
+from ragbrain.store.ledger import (
     BATCH,
     COLLECTION,
     DIMENSION_KEY,
     GATE_KEY,
     GATE_SOURCE_KEY,
+    GENERATION_KEY,
     MODEL_KEY,
     OFFTOPIC_KEY,
     PAGE,
-    ServerAccess,
-    StorePolicy,
-    call,
-    connect,
-    open_collection,
+    Ledger,
+    LedgerView,
+    bump,
+    current_metadata,
 )
-from ragbrain.store.ledger import GENERATION_KEY, Ledger, LedgerView, bump, current_metadata
 from ragbrain.store.ledger import update as update_ledger
 from ragbrain.store.processes import (
     Follower,
