@@ -11,14 +11,14 @@ from ragbrain.nodes import Node
 from ragbrain.nodes.search import fusion_knobs
 from ragbrain.query.filters import Filters
 from ragbrain.state import RetrievalState
-from ragbrain.store.hits import Hit
+from ragbrain.store.search import Hit
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ragbrain.settings import StoreSettings
     from ragbrain.store.lexical import LexicalSearcher
-    from ragbrain.store.searchable import SearchableStore
+    from ragbrain.store.search import SearchableStore
 
 
 def rescued(hits: list[Hit]) -> list[Hit]:
