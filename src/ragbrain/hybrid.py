@@ -136,6 +136,13 @@ def bm25_power(model: str) -> float:
     return found.bm25_power if found is not None else 1.0
 
 
+#: The power of BM25's share when the question names a whole compound the index holds
+#: (``LexicalIndex.known_compounds``): a name the notes use is what the question is about, and
+#: squaring its share (the shipped power) ranked the note that holds it below notes near in
+#: meaning (docs/decisions/identifier-fusion.md).
+IDENTIFIER_POWER = 1.0
+
+
 def fusion_weights(trust_dense: bool) -> tuple[float, float]:
     """RRF weights of the (dense, BM25) rankings: the dense one counts only when trusted."""
     return (1.0, 1.0) if trust_dense else (0.0, 1.0)
@@ -155,16 +162,21 @@ class FusionWeights:
     dense: float
     bm25_best: float
     power: float = 1.0
+    #: The question names an identifier the notes use (``IDENTIFIER_POWER`` applied).
+    named: bool = False
 
     def describe(self) -> str:
         """The weights in a trace note's words."""
         if self.dense == 0:
             return "BM25's order stands"
         top = (1 - self.dense) * self.bm25_best**self.power
-        return (
+        said = (
             f"fused by score, dense {self.dense:.2f} and BM25 up to {top:.2f} (its best hit "
-            f"scores {self.bm25_best:.0%} of the most the query can)"
+            f"scores {self.bm25_best:.0%} of the most the query can"
         )
+        if self.named:
+            said += "; the question names an identifier the notes use, so it counts linearly"
+        return said + ")"
 
 
 def fuse_scores(
@@ -295,6 +307,9 @@ def hybrid_fusion(
     matches = index.search(query, depth, types, filters)
     mass = index.query_mass(query)
     share = dense_share if trust_dense else 0.0
+    named = bool(index.known_compounds(query))
+    if named:  # a name the notes use: BM25's share counts as it is (IDENTIFIER_POWER)
+        power = IDENTIFIER_POWER
     order = fuse_scores(
         [(hit["id"], hit["distance"]) for hit in dense],
         [(match.id, match.score) for match in matches],
@@ -313,7 +328,7 @@ def hybrid_fusion(
     from ragbrain.lexical.support import lexical_support
 
     support = lexical_support(index, query, [match.id for match in matches])
-    return Fused(hits, only, FusionWeights(share, best, power), nearest, support, raised)
+    return Fused(hits, only, FusionWeights(share, best, power, named), nearest, support, raised)
 
 
 def hybrid_search(

@@ -167,3 +167,15 @@ def test_the_trace_says_which_weights_the_query_got(fake_store: Store) -> None:
     out = graph.invoke({"query": "backup credentials expired"}, context=RetrievalContext(k=3))
     note = next(n for n in out["notes"] if n.startswith("hybrid search"))
     assert "fused by score, dense 0.30 and BM25 up to" in note
+
+
+def test_a_question_naming_an_identifier_counts_bm25_linearly(fake_store: Store) -> None:
+    from ragbrain.hybrid import IDENTIFIER_POWER
+
+    index = LexicalSearcher(fake_store).index
+    named = hybrid_fusion(fake_store, index, "what does statement_timeout do", 5, power=2.0)
+    assert named.weights.named and named.weights.power == IDENTIFIER_POWER
+    assert named.hits[0]["metadata"]["source"] == "lesson/timeout.md"
+    assert "names an identifier the notes use" in named.weights.describe()
+    plain = hybrid_fusion(fake_store, index, "backup credentials expired", 5, power=2.0)
+    assert not plain.weights.named and plain.weights.power == 2.0

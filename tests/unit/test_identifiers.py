@@ -73,3 +73,22 @@ def test_a_whole_name_the_index_never_saw_weighs_nothing() -> None:
     assert with_word > sum(index.query_weights("skip")[0].values())
     # The chunk holding the name whole ranks first for it.
     assert index.search("skip_locked", 3)[0].id == "a"
+
+
+def test_question_words_are_not_searched() -> None:
+    index = LexicalIndex.build(
+        ["how-to", "scanner"],
+        ["how do I use it: how you use the tool, how we use it", "nikto reads cirt.net for checks"],
+        ["note"] * 2,
+    )
+    asked = index.query_terms("how do I use cirt.net")
+    assert index.vocab["how"] not in asked and index.vocab["cirt.net"] in asked
+    assert [hit.id for hit in index.search("how do I use cirt.net", 2)][0] == "scanner"
+    assert index.search("how do I", 2) == []  # nothing but question words: nothing to find
+
+
+def test_known_compounds_are_the_names_some_chunk_holds() -> None:
+    index = LexicalIndex.build(["a"], ["set statement_timeout per role"], ["note"])
+    assert index.known_compounds("what does statement_timeout do") == ["statement_timeout"]
+    assert index.known_compounds("what does lock_timeout do") == []  # never seen
+    assert index.known_compounds("statement timeout") == []  # words, not the name
