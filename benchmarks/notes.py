@@ -26,6 +26,7 @@ others are reported, per question language where ``questions.json`` gives it.
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -355,8 +356,12 @@ def ship(
     from ragbrain.critic.handover import default_rules_path
     from ragbrain.evaluation import write_json
 
+    # Rules fit for another model's stores (``evidence@<model>``) are kept as they are.
+    path = default_rules_path()
+    rules = json.loads(path.read_text()).get("rules", {}) if path.is_file() else {}
+    kept = {k: v for k, v in rules.items() if "@" in k}
     record = {
-        "rules": {"evidence": {"ratio": shipped, "min_per_source": MIN_PER_SOURCE}},
+        "rules": {**kept, "evidence": {"ratio": shipped, "min_per_source": MIN_PER_SOURCE}},
         "fit": {
             "by": "python -m benchmarks.notes --ship",
             "folders": {n: "fit split, answerable" for n in names},

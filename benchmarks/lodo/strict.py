@@ -43,6 +43,7 @@ notes rows report both together, the BEIR rows the evidence rule alone (as
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -468,8 +469,12 @@ def ship(fitted: Mapping[str, Any], folders: Sequence[str]) -> None:
     if fitted["refusal_recall"] <= 0:
         say("the notes fit refuses nothing: not shipped")
         return
+    # Entries fit for another model's stores (``evidence@<model>``) are kept as they are.
+    old = json.loads(NOTES_CUTS_PATH.read_text()) if NOTES_CUTS_PATH.is_file() else {}
+    kept = {k: v for k, v in old.get("cuts", {}).items() if "@" in k}
     record = {
         "cuts": {
+            **kept,
             "evidence": {
                 "critic_below": fitted["critic_below"],
                 "distance_above": fitted["distance_above"],
@@ -479,7 +484,7 @@ def ship(fitted: Mapping[str, Any], folders: Sequence[str]) -> None:
                 "one_note_support": fitted.get("one_note_support"),
                 "min_per_source": NOTES_LIKE,
                 "layer": EvidenceCritic().fingerprint,
-            }
+            },
         },
         "fit": {
             "by": "python -m benchmarks.lodo.strict --ship",

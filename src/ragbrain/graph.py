@@ -9,7 +9,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from ragbrain.checks import check_graph_inputs
 from ragbrain.context import RetrievalContext
-from ragbrain.critic.choice import graph_critic
+from ragbrain.critic.choice import ShippedCritic, graph_critic
 from ragbrain.critic.evidence import EvidenceCritic
 from ragbrain.critic.handover import HandOverRule, rule_for
 from ragbrain.gates import store_gate
@@ -74,9 +74,13 @@ def build_graph(
     gate = GateSetting(*store_gate(store), lexical=lexical is not None)
     cut = store_cut(store) if offtopic == "store" else offtopic
     per_source = cut.per_source if cut is not None and cut.per_source > 0 else None
-    bound = bind_critic(critic, store, lexical) if critic is not None else None
+    if isinstance(critic, ShippedCritic):  # chosen by what the store holds
+        bound: Critic | None = critic.for_store(store, lexical, per_source)
+    else:
+        bound = bind_critic(critic, store, lexical) if critic is not None else None
+    model = store.embedding_model
     if isinstance(bound, EvidenceCritic):  # a store of notes takes the cuts fit on notes
-        bound = bound.for_notes(per_source)
+        bound = bound.for_notes(per_source, model)
     builder: StateGraph[Any, RetrievalContext, RetrievalInput, RetrievalOutput] = StateGraph(
         RetrievalState,
         context_schema=RetrievalContext,
@@ -87,7 +91,8 @@ def build_graph(
     builder.add_node("vector_search", make_vector_search(store, lexical))
     builder.add_node("assess_quality", make_assess_quality(gate))
     builder.add_node("fallback_search", make_fallback_search(store, lexical))
-    rule = rule_for(bound, per_source) if handover == "shipped" and bound is not None else None
+    shipped = handover == "shipped" and bound is not None
+    rule = rule_for(bound, per_source, model) if shipped else None
     if isinstance(handover, HandOverRule):
         rule = handover
     general = None

@@ -175,3 +175,17 @@ def test_at_the_strict_level_one_notes_confident_set_is_kept_and_a_spread_set_re
     spread = run(10)
     assert not spread["answerable"] and spread["documents"] == []
     assert "nothing fits" in (spread["abstain_reason"] or "")
+
+
+def test_a_store_of_e5_notes_takes_the_cuts_fit_on_e5_notes() -> None:
+    shipped = read_notes_cuts(abstain.default_notes_cuts_path())
+    critic = EvidenceCritic()
+    e5 = shipped["evidence@multilingual-e5-small"]
+    assert e5.layer == critic.fingerprint
+    got = critic.for_notes(e5.min_per_source + 1, "multilingual-e5-small")
+    assert got.abstain_thresholds == e5.thresholds
+    # e5-small's distances are compressed: its cut sits far below MiniLM's.
+    assert e5.thresholds.distance_above < shipped["evidence"].thresholds.distance_above
+    other = critic.for_notes(3.0, "some-other-model")  # nothing fit for it: the kind's cuts
+    assert other.abstain_thresholds == shipped["evidence"].thresholds
+    assert critic.for_notes(1.0, "multilingual-e5-small") is critic

@@ -122,3 +122,15 @@ def test_a_bad_critic_is_refused_before_the_store_is_opened(tmp_path: Path) -> N
     with pytest.raises(WrongTypeError, match="critic"):
         CorrectiveRetriever.from_store(missing, critic=1)
     assert not missing.exists()
+
+
+def test_the_shipped_critic_is_chosen_by_what_the_store_holds() -> None:
+    kind = choice.critic_kind_for
+    english, e5 = "all-MiniLM-L6-v2", "multilingual-e5-small"
+    assert kind(english, None, english) == "evidence"  # its layer's own model: any store
+    assert kind(english, 1.0, english) == "evidence"
+    assert kind(e5, 3.0, english) == "evidence"  # notes of several chunks a note
+    assert kind(e5, 1.0, english) == "cross-encoder"  # one-chunk passages (the BEIR e5 stores)
+    assert kind(e5, None, english) == "cross-encoder"  # not measured
+    assert kind("some-other-model", 3.0, english) == "cross-encoder"  # nothing fit for it
+    assert kind(None, 3.0, english) == "cross-encoder"

@@ -187,3 +187,21 @@ def test_the_graph_without_a_rules_file_hands_over_all_kept_and_a_broken_one_is_
             build_graph(fake_store, critic)
     finally:
         handover.shipped_rules.cache_clear()
+
+
+def test_a_store_of_another_models_notes_takes_that_models_rule_and_no_other() -> None:
+    handover.shipped_rules.cache_clear()
+
+    class Evidence:
+        kind = "evidence"
+        embedding_model = "all-MiniLM-L6-v2"
+
+    english = rule_for(Evidence(), 3.0, "all-MiniLM-L6-v2")
+    e5 = rule_for(Evidence(), 3.0, "multilingual-e5-small")
+    assert english is not None and e5 is not None and e5.ratio > english.ratio
+    assert rule_for(Evidence(), 1.0, "multilingual-e5-small") is None  # one chunk a passage
+    # A model nothing was fit for: the kind's rule, as for a critic passed by the caller.
+    other = rule_for(Evidence(), 3.0, "some-other-model")
+    assert other is not None and other.ratio == english.ratio
+    keys = handover.shipped_rules()
+    assert handover.rule_key("evidence", None, "all-MiniLM-L6-v2", keys) == "evidence"

@@ -34,7 +34,9 @@ class ShippedCritic:
     (``for_store``): the evidence critic (``ragbrain.critic.evidence``: no encoder, no torch)
     on stores of the embedding model its layer learned (``critic/evidence.json`` names it),
     where the cross-encoder adds nothing measurable on domains it never saw; the cross-encoder
-    (``TransformerCritic`` from ``default_critic_path()``) on the others. Nothing loads until
+    (``TransformerCritic`` from ``default_critic_path()``) on the others, except a store of
+    notes of a model the evidence critic was fit on notes for (``critic_kind_for``). Nothing
+    loads until
     then, so choosing it costs nothing. Used unbound (``score`` without a store), it is the
     cross-encoder.
     """
@@ -81,17 +83,23 @@ class ShippedCritic:
                 self._evidence = EvidenceCritic(self.evidence_path)
             return self._evidence
 
-    def critic_for(self, embedding_model: str | None) -> TransformerCritic | EvidenceCritic:
-        """The critic a store of ``embedding_model`` gets, loaded (not bound to a store)."""
+    def critic_for(
+        self, embedding_model: str | None, per_source: float | None = None
+    ) -> TransformerCritic | EvidenceCritic:
+        """The critic a store of ``embedding_model`` whose notes span ``per_source`` chunks a
+        note (None: not measured) gets (``critic_kind_for``), loaded (not bound to a store)."""
         evidence = self.evidence()
-        if evidence is not None and embedding_model == evidence.embedding_model:
+        own = evidence.embedding_model if evidence is not None else None
+        if evidence is not None and critic_kind_for(embedding_model, per_source, own) == "evidence":
             return evidence
         return self.transformer().for_model(embedding_model)
 
-    def for_store(self, store: Store, lexical: LexicalSearcher | None = None) -> Critic:
+    def for_store(
+        self, store: Store, lexical: LexicalSearcher | None = None, per_source: float | None = None
+    ) -> Critic:
         """The critic for ``store``, bound to it (``critic_for``; the evidence critic reads
         ``lexical``, the store's lexical index)."""
-        critic = self.critic_for(store.embedding_model)
+        critic = self.critic_for(store.embedding_model, per_source)
         if isinstance(critic, EvidenceCritic):
             return critic.for_store(store, lexical)
         return critic
@@ -101,6 +109,28 @@ class ShippedCritic:
     ) -> list[float]:
         """The cross-encoder's scores (unbound; a graph judges with ``for_store``'s critic)."""
         return self.transformer().score(query, passages, distances)
+
+
+def critic_kind_for(
+    model: str | None, per_source: float | None, evidence_model: str | None
+) -> Literal["evidence", "cross-encoder"]:
+    """Which shipped critic a store gets, from what it holds: the evidence critic on a store
+    of ``evidence_model`` (the model its layer learned), and on a store of notes of another
+    model for which a hand-over rule was fit on notes folders (``evidence@<model>`` in
+    ``handover.json``: multilingual-e5-small, fit on Japanese, Thai and Chinese notes) whose
+    notes span at least that rule's ``min_per_source`` chunks (``per_source``; None: not
+    measured); the cross-encoder on any other store (a collection of one-chunk passages of
+    e5-small, as the BEIR e5 stores). docs/decisions/e5-notes-evidence-critic.md."""
+    from ragbrain.critic.handover import shipped_rules
+
+    if model is None or evidence_model is None:
+        return "cross-encoder"
+    if model == evidence_model:
+        return "evidence"
+    rule = shipped_rules().get(f"{EvidenceCritic.kind}@{model}")
+    if rule is not None and per_source is not None and per_source >= rule.min_per_source:
+        return "evidence"
+    return "cross-encoder"
 
 
 def resolve_critic(

@@ -192,15 +192,17 @@ class EvidenceCritic:
         numbers = {k: self.layer[k] for k in ("mean", "scale", "weights", "bias")}
         return hashlib.sha256(json.dumps(numbers, sort_keys=True).encode()).hexdigest()[:12]
 
-    def for_notes(self, per_source: float | None) -> EvidenceCritic:
+    def for_notes(self, per_source: float | None, model: str | None = None) -> EvidenceCritic:
         """This critic with the strict level's cuts fit on notes folders when the store's
         notes span enough chunks a note (``ragbrain.refusal.abstain.notes_cuts``; None: not
-        measured); itself otherwise."""
+        measured), those fit for ``model``'s stores when it is not the layer's and the file has
+        them; itself otherwise."""
         import copy
 
         from ragbrain.refusal.abstain import notes_cuts
 
-        cuts = notes_cuts(self.kind, self.fingerprint, per_source)
+        key = "" if model is None or model == self.embedding_model else f"{self.kind}@{model}"
+        cuts = notes_cuts(self.kind, self.fingerprint, per_source, key=key)
         if cuts is None:
             return self
         chosen = copy.copy(self)

@@ -12,15 +12,17 @@ the order their note first appears in the list.
 
 The ratio is fit per critic kind, leave-one-domain-out over the notes folders
 (``python -m benchmarks.notes --ship``), and ships in ``handover.json``; a critic kind without
-an entry (the cross-encoder of non-English stores, a caller's own critic) hands over all it
-keeps, as before.
+an entry (the cross-encoder of the BEIR e5 stores, a caller's own critic) hands over all it
+keeps, as before. The evidence critic has one entry per embedding model whose notes it was fit
+on (``rule_key``): ``evidence`` for all-MiniLM-L6-v2, ``evidence@multilingual-e5-small`` for
+Japanese, Thai and Chinese notes folders (docs/decisions/e5-notes-evidence-critic.md).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -106,12 +108,27 @@ def shipped_rules() -> dict[str, HandOverRule]:
     return read_rules(path) if path.is_file() else {}
 
 
-def rule_for(critic: object, per_source: float | None = None) -> HandOverRule | None:
+def rule_key(kind: str, model: str | None, own: str | None, keys: Iterable[str]) -> str:
+    """The entry of ``keys`` a critic of ``kind`` that learned ``own``'s distances takes on a
+    store of ``model``: the one fit for that model's stores (``evidence@multilingual-e5-small``)
+    when ``model`` is another and has one, else its kind's (``evidence``)."""
+    fit_for = f"{kind}@{model}"
+    return fit_for if model is not None and model != own and fit_for in keys else kind
+
+
+def rule_for(
+    critic: object, per_source: float | None = None, model: str | None = None
+) -> HandOverRule | None:
     """The shipped rule for ``critic``'s kind (its ``kind`` attribute) on a store of
-    ``per_source`` chunks a note (None: not known, the rule applies); None without one, or
-    on a store whose notes are shorter than the rule's ``min_per_source``."""
+    ``model`` (``rule_key``; None: the kind's) whose notes span ``per_source`` chunks
+    (None: not known, the rule applies); None without one, or on a store whose notes are
+    shorter than the rule's ``min_per_source``."""
     kind = getattr(critic, "kind", None)
-    rule = shipped_rules().get(kind) if isinstance(kind, str) else None
+    own = getattr(critic, "embedding_model", None)
+    if not isinstance(kind, str):
+        return None
+    rules = shipped_rules()
+    rule = rules.get(rule_key(kind, model, own if isinstance(own, str) else None, rules))
     if rule is None or (per_source is not None and per_source < rule.min_per_source):
         return None
     return rule

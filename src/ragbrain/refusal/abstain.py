@@ -394,17 +394,20 @@ def _shipped_notes_cuts(path: Path) -> dict[str, NotesCuts]:
 
 
 def notes_cuts(
-    kind: str, layer: str, per_source: float | None, path: Path | None = None
+    kind: str, layer: str, per_source: float | None, path: Path | None = None, key: str = ""
 ) -> AbstainThresholds | None:
     """The cuts fit on notes folders for the critic ``kind`` whose layer's fingerprint is
-    ``layer``, on a store of ``per_source`` chunks a note (None: not measured).
+    ``layer``, on a store of ``per_source`` chunks a note (None: not measured); ``key``: the
+    entry for a store of another model than the layer's (``evidence@multilingual-e5-small``,
+    ``ragbrain.critic.handover.rule_key``), ``kind``'s when the file has none.
 
     Returns:
         The cuts; None (the critic's own apply) when the store's notes span fewer chunks or it
         was not measured, when ``path`` (default: the shipped file) is missing or unreadable,
         or when it holds no cuts for ``kind`` fit with this layer.
     """
-    entry = _shipped_notes_cuts(path or default_notes_cuts_path()).get(kind)
+    shipped = _shipped_notes_cuts(path or default_notes_cuts_path())
+    entry = shipped.get(key) if key in shipped else shipped.get(kind)
     if entry is None or entry.layer != layer:
         return None
     if per_source is None or per_source < entry.min_per_source:
