@@ -80,7 +80,7 @@ def build_graph(
         bound = bind_critic(critic, store, lexical) if critic is not None else None
     model = store.embedding_model
     if isinstance(bound, EvidenceCritic):  # a store of notes takes the cuts fit on notes
-        bound = bound.for_notes(per_source, model)
+        bound = bound.for_model(model).for_notes(per_source, model)
     builder: StateGraph[Any, RetrievalContext, RetrievalInput, RetrievalOutput] = StateGraph(
         RetrievalState,
         context_schema=RetrievalContext,

@@ -189,3 +189,16 @@ def test_a_store_of_e5_notes_takes_the_cuts_fit_on_e5_notes() -> None:
     other = critic.for_notes(3.0, "some-other-model")  # nothing fit for it: the kind's cuts
     assert other.abstain_thresholds == shipped["evidence"].thresholds
     assert critic.for_notes(1.0, "multilingual-e5-small") is critic
+
+
+def test_e5_distances_are_scaled_onto_the_layers_model_by_the_gate_thresholds() -> None:
+    from ragbrain.critic.evidence import distance_scale
+
+    critic = EvidenceCritic()
+    assert distance_scale(critic.embedding_model, "multilingual-e5-small") == pytest.approx(
+        0.455 / 0.129, abs=0.01
+    )
+    assert critic.for_model(critic.embedding_model) is critic
+    assert critic.for_model("some-other-model") is critic  # no profile: read as they are
+    scaled = critic.for_model("multilingual-e5-small")
+    assert scaled.distance_scale > 3 and critic.distance_scale == 1.0

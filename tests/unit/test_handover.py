@@ -189,19 +189,36 @@ def test_the_graph_without_a_rules_file_hands_over_all_kept_and_a_broken_one_is_
         handover.shipped_rules.cache_clear()
 
 
-def test_a_store_of_another_models_notes_takes_that_models_rule_and_no_other() -> None:
+def test_a_store_of_another_models_notes_takes_that_models_rule(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "handover.json"
+    path.write_text(
+        '{"rules": {"evidence": {"ratio": 0.5, "min_per_source": 1.25}, '
+        '"evidence@e5": {"ratio": 0.7, "min_per_source": 1.25, "fit": "ja, th, zh"}}}'
+    )
+    monkeypatch.setattr(handover, "default_rules_path", lambda: path)
     handover.shipped_rules.cache_clear()
+    try:
 
-    class Evidence:
-        kind = "evidence"
-        embedding_model = "all-MiniLM-L6-v2"
+        class Evidence:
+            kind = "evidence"
+            embedding_model = "minilm"
 
-    english = rule_for(Evidence(), 3.0, "all-MiniLM-L6-v2")
-    e5 = rule_for(Evidence(), 3.0, "multilingual-e5-small")
-    assert english is not None and e5 is not None and e5.ratio > english.ratio
-    assert rule_for(Evidence(), 1.0, "multilingual-e5-small") is None  # one chunk a passage
-    # A model nothing was fit for: the kind's rule, as for a critic passed by the caller.
-    other = rule_for(Evidence(), 3.0, "some-other-model")
-    assert other is not None and other.ratio == english.ratio
-    keys = handover.shipped_rules()
-    assert handover.rule_key("evidence", None, "all-MiniLM-L6-v2", keys) == "evidence"
+        e5 = rule_for(Evidence(), 3.0, "e5")
+        assert e5 is not None and e5.ratio == 0.7 and "ja, th, zh" in e5.source
+        assert rule_for(Evidence(), 1.0, "e5") is None  # one chunk a passage
+        own = rule_for(Evidence(), 3.0, "minilm")
+        assert own is not None and own.ratio == 0.5
+        # A model nothing was fit for: the kind's rule, as for a critic passed by the caller.
+        other = rule_for(Evidence(), 3.0, "some-other-model")
+        assert other is not None and other.ratio == 0.5
+        assert handover.rule_key("evidence", None, "minilm", ["evidence@e5"]) == "evidence"
+    finally:
+        handover.shipped_rules.cache_clear()
+
+
+def test_the_shipped_file_has_a_rule_fit_on_e5_notes() -> None:
+    handover.shipped_rules.cache_clear()
+    rules = handover.shipped_rules()
+    assert rules["evidence@multilingual-e5-small"].min_per_source == 1.25

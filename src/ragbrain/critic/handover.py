@@ -90,9 +90,9 @@ def read_rules(path: Path) -> dict[str, HandOverRule]:
                 )
             checked.append(float(value))
         ratio, confident, per_source = checked
-        out[str(kind)] = HandOverRule(
-            ratio, f"ratio {ratio:.2f}, {by or path.name}", confident, per_source
-        )
+        fit = entry.get("fit")  # an entry fit apart from the others says where
+        where = fit if isinstance(fit, str) else by or path.name
+        out[str(kind)] = HandOverRule(ratio, f"ratio {ratio:.2f}, {where}", confident, per_source)
     return out
 
 
