@@ -193,10 +193,9 @@ def evaluate_all(
         say(f"{folder.name}: ingesting (cached) and asking")
         chosen = model_for_notes(folder / "notes")[0]
         used = embeddings if chosen == model else embeddings_for(chosen)
-        # The judged candidates (the probe) serve the fits, made on ``model``'s folders only.
-        out[folder.name] = evaluate_notes(
-            folder, used, identifiers=identifiers, probe=chosen == model
-        )
+        # The judged candidates (the probe) serve the fits, made on ``model``'s folders only
+        # here; every folder's are kept (``--keep``) for fits made apart.
+        out[folder.name] = evaluate_notes(folder, used, identifiers=identifiers)
     return out
 
 
