@@ -20,7 +20,8 @@ from ragbrain.store.lexical import LexicalSearcher
 #: Eight topics, each a few sentences; a note repeats its topic's sentences in numbered
 #: sections, so that it spans several chunks.
 TOPICS = {
-    "backup": "毎晩のデータベースのバックアップが失敗した。S3の認証情報の期限が切れていたのが原因だった。"
+    "backup": "毎晩のデータベースのバックアップが失敗した。"
+    "S3の認証情報の期限が切れていたのが原因だった。"
     "バックアップの経過時間に警告を追加した。復元の手順も確認した。",
     "deploy": "本番環境へのデプロイはブルーグリーン方式で行う。切り替え前に負荷テストを実行する。"
     "ロールバックはロードバランサーの向き先を戻すだけでよい。",
@@ -42,7 +43,8 @@ TOPICS = {
 def _note(topic: str, text: str, sections: int) -> str:
     body = [f"# {topic}"]
     for n in range(1, sections + 1):
-        body += ["", f"## 第{n}節", "", f"{text}（第{n}節の記録、{topic}について{n}回目のまとめ。）"]
+        closing = f"（第{n}節の記録、{topic}について{n}回目のまとめ。）"
+        body += ["", f"## 第{n}節", "", text + closing]
     return "\n".join(body) + "\n"
 
 

@@ -134,3 +134,12 @@ def test_the_shipped_critic_is_chosen_by_what_the_store_holds() -> None:
     assert kind(e5, None, english) == "cross-encoder"  # not measured
     assert kind("some-other-model", 3.0, english) == "cross-encoder"  # nothing fit for it
     assert kind(None, 3.0, english) == "cross-encoder"
+
+
+def test_the_shipped_critic_reads_the_stores_recorded_chunks_per_note(fake_store: Store) -> None:
+    from ragbrain.refusal.offtopic import OffTopicCut
+
+    fake_store.set_offtopic_record(OffTopicCut(0.5, 0.45, "test", "m", per_source=3.5).to_json())
+    assert choice.recorded_per_source(fake_store) == 3.5
+    fake_store.set_offtopic_record(OffTopicCut(0.5, 0.45, "test", "m").to_json())
+    assert choice.recorded_per_source(fake_store) is None  # not measured

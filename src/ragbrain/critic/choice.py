@@ -36,9 +36,8 @@ class ShippedCritic:
     where the cross-encoder adds nothing measurable on domains it never saw; the cross-encoder
     (``TransformerCritic`` from ``default_critic_path()``) on the others, except a store of
     notes of a model the evidence critic was fit on notes for (``critic_kind_for``). Nothing
-    loads until
-    then, so choosing it costs nothing. Used unbound (``score`` without a store), it is the
-    cross-encoder.
+    loads until then, so choosing it costs nothing. Used unbound (``score`` without a store),
+    it is the cross-encoder.
     """
 
     def __init__(self, folder: Path | None = None, evidence: Path | None = None) -> None:
@@ -97,8 +96,11 @@ class ShippedCritic:
     def for_store(
         self, store: Store, lexical: LexicalSearcher | None = None, per_source: float | None = None
     ) -> Critic:
-        """The critic for ``store``, bound to it (``critic_for``; the evidence critic reads
+        """The critic for ``store``, bound to it (``critic_for``, with ``per_source`` or else
+        the chunks per note the store's off-topic record holds; the evidence critic reads
         ``lexical``, the store's lexical index)."""
+        if per_source is None:
+            per_source = recorded_per_source(store)
         critic = self.critic_for(store.embedding_model, per_source)
         if isinstance(critic, EvidenceCritic):
             return critic.for_store(store, lexical)
@@ -109,6 +111,16 @@ class ShippedCritic:
     ) -> list[float]:
         """The cross-encoder's scores (unbound; a graph judges with ``for_store``'s critic)."""
         return self.transformer().score(query, passages, distances)
+
+
+def recorded_per_source(store: Store) -> float | None:
+    """The chunks per note ``store``'s recorded off-topic cut was learnt over (ingest records
+    it); None when there is none."""
+    from ragbrain.refusal.offtopic import OffTopicCut
+
+    record = store.offtopic_record()
+    cut = OffTopicCut.from_json(record) if record else None
+    return cut.per_source if cut is not None and cut.per_source > 0 else None
 
 
 def critic_kind_for(
@@ -183,7 +195,7 @@ def ready_for(
     if not isinstance(critic, ShippedCritic):
         return critic, off_reason
     try:
-        critic.critic_for(store.embedding_model)
+        critic.critic_for(store.embedding_model, recorded_per_source(store))
     except CriticLoadError as exc:
         if on_error == "raise":
             raise
