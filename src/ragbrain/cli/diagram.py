@@ -24,6 +24,7 @@ class _Unopened:
     """A store that is never searched: the graph reads only its gate calibration when built."""
 
     embeddings = None
+    embedding_model = None
 
     def gate_threshold(self) -> float | None:
         return None
