@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Literal
 
 from ragbrain._util import installed, require
 from ragbrain.errors import MissingExtraError
+from ragbrain.query.inputs import read_part
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -258,9 +259,10 @@ def check_tokenizers(texts: Iterable[str]) -> None:
 
 @lru_cache(maxsize=32)
 def query_tokens(query: str) -> tuple[str, ...]:
-    """A question's terms (``tokenize`` with ``skip_missing``), kept for the last few
+    """A question's terms (``tokenize`` with ``skip_missing``) of its first
+    ``READ_QUERY_CHARS`` (``ragbrain.query.inputs.read_part``), kept for the last few
     questions: a run reads them in several steps (the searches, the support, the critic)."""
-    return tuple(tokenize(query, skip_missing=True))
+    return tuple(tokenize(read_part(query), skip_missing=True))
 
 
 @cache

@@ -43,6 +43,7 @@ from ragbrain.models.profiles import (
     profile,
 )
 from ragbrain.paths import cache_root
+from ragbrain.query.inputs import read_part
 
 if TYPE_CHECKING:
     import numpy as np
@@ -252,8 +253,11 @@ def _first_of(text: str, script: str) -> int:
     return len(text)
 
 
-#: A question's script, kept for the last few questions: a run asks for it in several steps.
-_question_script = lru_cache(maxsize=8)(script_of)
+@lru_cache(maxsize=8)
+def _question_script(query: str) -> str:
+    """A question's script, of its first ``READ_QUERY_CHARS`` (``read_part``), kept for the
+    last few questions: a run asks for it in several steps."""
+    return script_of(read_part(query))
 
 
 def script_shares(texts: Iterable[str]) -> dict[str, float]:
