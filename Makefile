@@ -39,8 +39,8 @@ test: install-test
 test-fast: install-test
 	$(BIN)/pytest -q tests/unit
 
-# The docs' and benchmarks' size limits (README, docs pages, decision records, benchmark
-# scripts, CHANGELOG entries) are stated and checked in tests/support/doc_limits.py.
+# The size limits (README, docs pages, decision records, benchmark scripts, CHANGELOG
+# entries, store/ modules) are stated and checked in tests/support/doc_limits.py.
 lint: install-test
 	$(BIN)/ruff check src tests graphs benchmarks
 	$(BIN)/ruff format --check src tests graphs benchmarks

@@ -568,7 +568,7 @@ def cold_markdown(payload: dict[str, Any]) -> str:
 def follow_round(reader: Store, writer: Store, query: str, n: int, pipe: Any) -> dict[str, float]:
     """One round's seconds: a plain query, the pipeline, the idle check, the check after a
     touch, and reopen + first search after another writer's write."""
-    from ragbrain.store.follow import fresh_client
+    from ragbrain.store.processes import fresh_client
 
     assert reader.folder is not None
     row = {

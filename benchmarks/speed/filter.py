@@ -60,8 +60,7 @@ from benchmarks.common import (
 from ragbrain import Filters, Store
 from ragbrain.models.embeddings import default_embeddings
 from ragbrain.store.lexical import LexicalSearcher
-from ragbrain.store.scoped import ScopeVectors
-from ragbrain.store.type_index import OVERFETCH, TypeIndex
+from ragbrain.store.search import OVERFETCH, ScopeVectors, TypeIndex
 
 if TYPE_CHECKING:
     from chromadb.api.types import Include, Where

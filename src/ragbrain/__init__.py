@@ -34,8 +34,8 @@ if TYPE_CHECKING:
     from ragbrain.retriever import CorrectiveRetriever
     from ragbrain.state import RETRIEVAL_KEY, RetrievalOutput
     from ragbrain.store import Store
+    from ragbrain.store.connect import StorePolicy
     from ragbrain.store.reader import Excerpt, read_source
-    from ragbrain.store.resilience import StorePolicy
 
 _WHERE = {
     "CorrectiveRetriever": "ragbrain.retriever",
@@ -55,7 +55,7 @@ _WHERE = {
     "StoreLockedError": "ragbrain.errors",
     "StoreMismatchError": "ragbrain.errors",
     "StoreNotFoundError": "ragbrain.errors",
-    "StorePolicy": "ragbrain.store.resilience",
+    "StorePolicy": "ragbrain.store.connect",
     "StoreUnavailableError": "ragbrain.errors",
     "TransformerCritic": "ragbrain.critic",
     "UnknownTypeWarning": "ragbrain.errors",

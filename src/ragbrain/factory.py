@@ -37,7 +37,7 @@ from ragbrain.errors import StoreNotFoundError, WrongTypeError
 from ragbrain.graph import build_graph
 from ragbrain.paths import cache_root, default_store_path, sample_notes
 from ragbrain.store import Store
-from ragbrain.store.resilience import StorePolicy
+from ragbrain.store.connect import StorePolicy
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -313,7 +313,7 @@ def check_store_model(store: Store) -> float | None:
     """
     from ragbrain.models.agreement import check_model
     from ragbrain.models.embeddings import model_name_of
-    from ragbrain.store.keys import MODEL_KEY
+    from ragbrain.store.ledger import MODEL_KEY
 
     got = store.call(
         "Reading chunks for the model check",

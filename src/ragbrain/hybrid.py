@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING
 from ragbrain.errors import InvalidInputError
 from ragbrain.lexical.tokens import Language, script_counts
 from ragbrain.query.inputs import read_part
-from ragbrain.store.hits import Hit
+from ragbrain.store.search import Hit
 
 if TYPE_CHECKING:
     from ragbrain.lexical.index import LexicalIndex
     from ragbrain.query.filters import Filters
-    from ragbrain.store.searchable import SearchableStore
+    from ragbrain.store.search import SearchableStore
 
 RRF_K = 60
 #: Each side contributes its best ``max(k, CANDIDATES)`` chunks to the fusion.

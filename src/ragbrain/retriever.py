@@ -41,8 +41,8 @@ from ragbrain.query.filters import Filters
 from ragbrain.query.inputs import MAX_QUERY_CHARS, check_k, check_types
 from ragbrain.query.typematch import unknown_types, unknown_types_message
 from ragbrain.state import RETRIEVAL_KEY, RetrievalInput, RetrievalOutput
-from ragbrain.store.resilience import StorePolicy
-from ragbrain.store.view import STORED_METADATA, restore_metadata
+from ragbrain.store.connect import StorePolicy
+from ragbrain.store.wrapped import STORED_METADATA, restore_metadata
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -538,7 +538,7 @@ def _refusal_data(prepared: _Prepared, output: RetrievalOutput) -> dict[str, Any
 def _as_stored(documents: Sequence[Document]) -> list[Document]:
     """The documents with the metadata their collection stores: a wrapped collection's
     chunks reach the graph with ragbrain's ``type`` and ``source`` keys mapped onto theirs
-    (``ragbrain.store.view``); the caller gets its own metadata back, with the trace."""
+    (``ragbrain.store.wrapped``); the caller gets its own metadata back, with the trace."""
     return [
         doc.model_copy(update={"metadata": restore_metadata(doc.metadata, (RETRIEVAL_KEY,))})
         if STORED_METADATA in doc.metadata

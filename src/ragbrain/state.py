@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal, NotRequired
 from langchain_core.documents import Document
 from typing_extensions import TypedDict
 
-from ragbrain.store.hits import Hit
+from ragbrain.store.search import Hit
 
 Verdict = Literal["good", "poor"]
 

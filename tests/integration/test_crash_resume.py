@@ -17,7 +17,7 @@ import pytest
 from ragbrain.errors import StoreLockedError
 from ragbrain.ingest import ingest
 from ragbrain.store import Store
-from ragbrain.store.keys import LOCK_FILE
+from ragbrain.store.ledger import LOCK_FILE
 from tests.support.fakes import BagOfWordsEmbeddings
 
 pytestmark = [pytest.mark.slow, pytest.mark.faults]

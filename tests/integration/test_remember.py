@@ -256,7 +256,7 @@ def test_remember_under_a_held_lock_is_queued_then_indexed_once(
     no orphan), a retry finds it, and it is indexed once the lock frees."""
     import time
 
-    from ragbrain.store.repair import writer_lock
+    from ragbrain.store.processes import writer_lock
 
     monkeypatch.setenv("RAGBRAIN_LOCK_WAIT", "1")
     title, text = "Rotate the signing key", "Every 90 days, from the vault runbook."

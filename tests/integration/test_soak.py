@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from ragbrain.store.repair import writer_lock
+from ragbrain.store.processes import writer_lock
 from tests.integration.test_index_reach import ingest_while_searching, make_store
 from tests.integration.test_many_processes import REPO, call, ragbrain, server, sources
 from tests.support.mcp_client import McpClient

@@ -1,4 +1,4 @@
-"""The size limits of the docs and the benchmarks, checked by `make lint`.
+"""The size limits of the docs, the benchmarks and the store package, checked by `make lint`.
 
     python -m tests.support.doc_limits [ROOT]     (exit 1, one line per limit passed)
 
@@ -17,10 +17,14 @@ The limits:
 - CHANGELOG.md: a few lines per change: each entry (a ``-`` bullet with its continuation
   lines) at most 6 lines, and each version's section (a ``## `` heading to the next) at most
   300 lines. Measurements belong in docs/ and docs/decisions/, which the entries link.
+- src/ragbrain/store/: at most 10 modules, none under 60 lines (an ``__init__.py`` that only
+  re-exports, holding nothing but a docstring, imports and ``__all__``, may be shorter): a
+  few rooms, each named for what it holds (docs/architecture.md), not a module per helper.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 import sys
 from dataclasses import dataclass
@@ -32,6 +36,9 @@ DECISION_LINES = 120
 BENCHMARK_SCRIPTS = 15
 CHANGELOG_ENTRY_LINES = 6
 CHANGELOG_SECTION_LINES = 300
+STORE_MODULES = 10
+STORE_MIN_LINES = 60
+STORE = Path("src") / "ragbrain" / "store"
 #: Modules of benchmarks/ that are not scripts.
 BENCHMARK_HELPERS = frozenset({"__init__.py", "common.py"})
 
@@ -66,6 +73,38 @@ def benchmark_scripts(folder: Path) -> list[str]:
     ]
     packages = [f"{p.name}/" for p in folder.iterdir() if (p / "__init__.py").is_file()]
     return sorted(modules + packages)
+
+
+def only_reexports(path: Path) -> bool:
+    """Whether a module holds nothing but a docstring, imports and ``__all__``."""
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        if [getattr(t, "id", None) for t in targets] == ["__all__"]:
+            continue
+        return False
+    return True
+
+
+def check_store(root: Path) -> list[Passed]:
+    """The store package's limits: its module count, and each module's least size."""
+    folder = root / STORE
+    if not folder.is_dir():
+        return []
+    modules = sorted(p for p in folder.glob("*.py") if p.is_file())
+    passed: list[Passed] = []
+    if len(modules) > STORE_MODULES:
+        where = f"{STORE.as_posix()}/ ({', '.join(p.name for p in modules)})"
+        passed.append(Passed(where, len(modules), STORE_MODULES, "modules"))
+    for module in modules:
+        size = line_count(module)
+        if size < STORE_MIN_LINES and not (module.name == "__init__.py" and only_reexports(module)):
+            where = module.relative_to(root).as_posix()
+            passed.append(Passed(where, size, STORE_MIN_LINES, "lines, under the least"))
+    return passed
 
 
 def changelog_entries(lines: list[str]) -> list[tuple[int, int]]:
@@ -119,6 +158,7 @@ def check(root: Path) -> list[Passed]:
             if size > CHANGELOG_SECTION_LINES:
                 where = f"CHANGELOG.md ## {heading}"
                 passed.append(Passed(where, size, CHANGELOG_SECTION_LINES, "lines"))
+    passed.extend(check_store(root))
     return passed
 
 
@@ -132,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     if passed:
         print(f"{len(passed)} size limit(s) passed: see tests/support/doc_limits.py")
         return 1
-    print("docs and benchmarks within their size limits")
+    print("docs, benchmarks and store/ within their size limits")
     return 0
 
 

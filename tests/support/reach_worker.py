@@ -104,7 +104,7 @@ def searcher(store_path: str) -> None:
 
 def check(store_path: str) -> None:
     from ragbrain.store import Store
-    from ragbrain.store.repair import unreachable_vectors
+    from ragbrain.store.processes import unreachable_vectors
 
     store = Store.open(store_path, RandomEmbeddings())
     collection = store.collection

@@ -203,9 +203,9 @@ def _rare_store(tmp_path: Path) -> tuple[Store, list[list[float]]]:
 def test_rare_type_search_sees_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The rare type's in-memory vectors follow this store's writes, and another writer's
     once the collection's count changes."""
-    from ragbrain.store import type_index
+    from ragbrain.store import search
 
-    monkeypatch.setattr(type_index, "LOAD_IN_BACKGROUND", False)
+    monkeypatch.setattr(search, "LOAD_IN_BACKGROUND", False)
     store, _ = _rare_store(tmp_path)
     assert {h["id"] for h in store.search("redis cache", 5, ["rare"])} == {"c0", "c20", "c40"}
     assert store._type_index._vectors[frozenset({"rare"})] is not None  # searched in memory
@@ -215,7 +215,7 @@ def test_rare_type_search_sees_writes(tmp_path: Path, monkeypatch: pytest.Monkey
     store.delete(["c20"])
     assert "c20" not in {h["id"] for h in store.search("redis cache", 5, ["rare"])}
 
-    monkeypatch.setattr(type_index, "RECHECK_SECONDS", 0.0)
+    monkeypatch.setattr(search, "RECHECK_SECONDS", 0.0)
     other = "helm deploy rollback"
     write_behind_its_back(store, "other", other, "rare")
     assert "other" in {h["id"] for h in store.search("helm deploy", 5, ["rare"])}
@@ -224,10 +224,10 @@ def test_rare_type_search_sees_writes(tmp_path: Path, monkeypatch: pytest.Monkey
 def test_too_common_a_rare_type_asks_chromas_filter(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ragbrain.store import type_index
+    from ragbrain.store import search
 
-    monkeypatch.setattr(type_index, "MAX_CACHED", 2)  # the 3 rare chunks are too many to keep
-    monkeypatch.setattr(type_index, "LOAD_IN_BACKGROUND", False)
+    monkeypatch.setattr(search, "MAX_CACHED", 2)  # the 3 rare chunks are too many to keep
+    monkeypatch.setattr(search, "LOAD_IN_BACKGROUND", False)
     store, vectors = _rare_store(tmp_path)
     q = store.embeddings.embed_query("redis cache")
     hits = store.search("redis cache", 3, ["rare"])

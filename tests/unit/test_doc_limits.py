@@ -38,6 +38,10 @@ def tree(tmp_path: Path) -> Path:
     write(bench / "results" / "x.json", "{}")
     entry = "- **A change**: what a user sees,\n" + "  more of it\n" * 5
     write(tmp_path / "CHANGELOG.md", "# Changelog\n\n## Unreleased\n\n" + entry)
+    store = tmp_path / doc_limits.STORE
+    write(store / "__init__.py", '"""Re-exports."""\n\nfrom x import y\n\n__all__ = ["y"]\n')
+    for i in range(doc_limits.STORE_MODULES - 1):
+        write(store / f"room{i}.py", lines(doc_limits.STORE_MIN_LINES))
     return tmp_path
 
 
@@ -91,3 +95,23 @@ def test_a_long_changelog_section_fails(tree: Path) -> None:
 
 def test_the_project_is_within_its_limits() -> None:
     assert [str(p) for p in doc_limits.check(ROOT)] == []
+
+
+def test_an_eleventh_store_module_fails(tree: Path) -> None:
+    write(tree / doc_limits.STORE / "extra.py", lines(doc_limits.STORE_MIN_LINES))
+    [passed] = doc_limits.check(tree)
+    assert (passed.size, passed.limit, passed.what) == (11, 10, "modules")
+    assert "extra.py" in passed.where
+
+
+def test_a_store_module_under_the_least_fails(tree: Path) -> None:
+    write(tree / doc_limits.STORE / "room0.py", lines(doc_limits.STORE_MIN_LINES - 1))
+    [passed] = doc_limits.check(tree)
+    assert (passed.where, passed.size, passed.limit) == ("src/ragbrain/store/room0.py", 59, 60)
+
+
+def test_a_short_init_passes_only_if_it_only_reexports(tree: Path) -> None:
+    init = tree / doc_limits.STORE / "__init__.py"
+    write(init, init.read_text(encoding="utf-8") + "\nLIMIT = 3\n")
+    [passed] = doc_limits.check(tree)
+    assert passed.where == "src/ragbrain/store/__init__.py"

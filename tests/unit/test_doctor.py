@@ -10,8 +10,8 @@ import pytest
 from ragbrain.doctor import Finding, diagnose
 from ragbrain.doctor.vectors import check_reach
 from ragbrain.store import COLLECTION, Store
+from ragbrain.store.connect import StorePolicy
 from ragbrain.store.connect import embedded_client as _client
-from ragbrain.store.resilience import StorePolicy
 from tests.support.fakes import BagOfWordsEmbeddings, CutOff
 
 

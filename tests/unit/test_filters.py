@@ -393,7 +393,7 @@ def test_a_long_lived_searcher_sees_times_another_writer_rewrote(
     write_notes: Callable[[dict[str, str]], Path],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from ragbrain.store import type_index
+    from ragbrain.store import search
 
     notes = write_notes({"a.md": "# A\n\nbackup", "b.md": "# B\n\nredis"})
     os.utime(notes / "a.md", (MARCH, MARCH))
@@ -402,7 +402,7 @@ def test_a_long_lived_searcher_sees_times_another_writer_rewrote(
     searcher = LexicalSearcher(server)  # as a running MCP server holds it
     april = Filters(after=APRIL)
     assert [h["metadata"]["source"] for h in server.search("backup", 5, None, april)] == ["b.md"]
-    monkeypatch.setattr(type_index, "RECHECK_SECONDS", 0.0)
+    monkeypatch.setattr(search, "RECHECK_SECONDS", 0.0)
 
     os.utime(notes / "a.md", (APRIL, APRIL))  # touched, text unchanged
     report = ingest(notes, Store.open(tmp_path / "store", BagOfWordsEmbeddings()))

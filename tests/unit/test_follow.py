@@ -15,8 +15,8 @@ from ragbrain.ingest import ingest
 from ragbrain.ingest.reembed import re_embed
 from ragbrain.models.embeddings import DEFAULT_EMBEDDING_MODEL, E5_SMALL, model_name_of
 from ragbrain.store import Store
-from ragbrain.store.follow import Follower
 from ragbrain.store.lexical import LexicalSearcher
+from ragbrain.store.processes import Follower
 from tests.support.fakes import BagOfWordsEmbeddings
 
 
@@ -177,7 +177,7 @@ def test_a_wrapped_persistent_collection_follows_another_writer(
     from chromadb.config import Settings
     from langchain_chroma import Chroma
 
-    from ragbrain.store.follow import fresh_client
+    from ragbrain.store.processes import fresh_client
     from ragbrain.store.wrapped import wrap_chroma
 
     monkeypatch.setenv("RAGBRAIN_CACHE", str(tmp_path / "cache"))

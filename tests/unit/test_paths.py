@@ -16,7 +16,7 @@ from ragbrain.mcp_server import RagbrainService
 from ragbrain.paths import STORE_ENV, default_store_path
 from ragbrain.retriever import CorrectiveRetriever
 from ragbrain.store import Store
-from ragbrain.store.follow import Follower
+from ragbrain.store.processes import Follower
 from tests.support.fakes import NOTES, BagOfWordsEmbeddings
 
 runner = CliRunner()

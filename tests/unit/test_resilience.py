@@ -31,9 +31,9 @@ from ragbrain.errors import (
     StoreUnavailableError,
 )
 from ragbrain.store import Store, parse_server_url
-from ragbrain.store.keys import LOCK_FILE
-from ragbrain.store.repair import restore_missing_vectors, unreachable_vectors, writer_lock
-from ragbrain.store.resilience import StorePolicy, attempt_timeout, call, is_transient
+from ragbrain.store.connect import StorePolicy, attempt_timeout, call, is_transient
+from ragbrain.store.ledger import LOCK_FILE
+from ragbrain.store.processes import restore_missing_vectors, unreachable_vectors, writer_lock
 from tests.support.fakes import BagOfWordsEmbeddings, CutOff
 
 pytestmark = pytest.mark.faults
@@ -241,7 +241,7 @@ def test_a_waiting_writer_says_once_that_it_waits_and_for_whom(
     (tmp_path / "s").mkdir()
     with (
         writer_lock(tmp_path / "s"),
-        caplog.at_level("WARNING", "ragbrain.store.repair"),
+        caplog.at_level("WARNING", "ragbrain.store.processes"),
         pytest.raises(StoreLockedError) as locked,
         writer_lock(tmp_path / "s", 0.3),
     ):
@@ -268,7 +268,7 @@ def test_a_writer_of_a_store_that_is_gone_says_so(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("raw", ["soon", "-1"])
 def test_a_bad_lock_wait_is_named(raw: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ragbrain.store.repair import lock_wait
+    from ragbrain.store.processes import lock_wait
 
     monkeypatch.setenv("RAGBRAIN_LOCK_WAIT", raw)
     with pytest.raises(InvalidInputError, match="RAGBRAIN_LOCK_WAIT"):

@@ -11,10 +11,8 @@ from ragbrain.context import RetrievalContext
 from ragbrain.nodes.fallback import make_fallback_search
 from ragbrain.nodes.search import make_vector_search
 from ragbrain.query.filters import Filters
-from ragbrain.store.hits import Hit
 from ragbrain.store.ledger import Ledger, Unfinished
-from ragbrain.store.scoped import KnownScope
-from ragbrain.store.searchable import SearchableStore
+from ragbrain.store.search import Hit, KnownScope, SearchableStore
 from tests.support.fakes import BagOfWordsEmbeddings
 
 CHUNKS = {

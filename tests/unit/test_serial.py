@@ -12,7 +12,7 @@ import pytest
 
 from ragbrain.errors import StoreLockedError
 from ragbrain.store import Store
-from ragbrain.store.serial import INDEX_LOCK
+from ragbrain.store.processes import INDEX_LOCK
 from tests.support.fakes import BagOfWordsEmbeddings
 
 

@@ -110,10 +110,10 @@ def test_other_dimension_is_refused(filled: tuple[Store, list[str]], tmp_path: P
 def test_listings_read_the_store_page_by_page(
     filled: tuple[Store, list[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ragbrain.store import reading
+    from ragbrain.store import store as store_module
 
     store, texts = filled
-    monkeypatch.setattr(reading, "PAGE", 7)  # 200 chunks: 29 pages, the last one short
+    monkeypatch.setattr(store_module, "PAGE", 7)  # 200 chunks: 29 pages, the last one short
     assert sum(len(page["ids"]) for page in store.pages([])) == len(texts)
     assert store.types() == {"bug": 67, "decision": 67, "lesson": 66}
     assert sum(len(ids) for ids in store.ids_by_source("").values()) == 0

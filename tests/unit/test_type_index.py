@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ragbrain.lexical.index import LexicalIndex
-from ragbrain.store import Store, type_index
+from ragbrain.store import Store, search
 from ragbrain.store.lexical import LexicalSearcher
 from tests.support.fakes import BagOfWordsEmbeddings, write_behind_its_back
 
@@ -58,7 +58,7 @@ def _record_queries(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[objec
 
 @pytest.fixture(autouse=True)
 def _load_in_the_query(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(type_index, "LOAD_IN_BACKGROUND", False)
+    monkeypatch.setattr(search, "LOAD_IN_BACKGROUND", False)
 
 
 def test_lexical_index_answers_types() -> None:
@@ -87,10 +87,10 @@ def test_rare_type_vectors_are_kept_for_the_next_process(
     assert [h["id"] for h in first] == _expected(store, chunks, "redis cache")[:3]
     assert list((tmp_path / "s" / "type-vectors").glob("*.safetensors"))
 
-    def no_chroma_read(self: type_index.TypeIndex, types: frozenset[str]) -> None:
+    def no_chroma_read(self: search.TypeIndex, types: frozenset[str]) -> None:
         raise AssertionError("read from Chroma although the kept vectors are current")
 
-    monkeypatch.setattr(type_index.TypeIndex, "_load", no_chroma_read)
+    monkeypatch.setattr(search.TypeIndex, "_load", no_chroma_read)
     again = _reopen(tmp_path / "s")
     searches = _record_queries(again, monkeypatch)
     hits = again.search("redis cache", 3, ["rare"])
@@ -151,7 +151,7 @@ def test_a_write_is_not_hidden_by_the_lexical_index(
     vector = store.embeddings.embed_documents(["note 1 about redis cache"])
     store.upsert(["c1"], ["note 1 about redis cache"], [{"type": "rare"}], vector)
     assert "c1" in {h["id"] for h in store.search("redis cache", 5, ["rare"])}
-    monkeypatch.setattr(type_index, "OVERFETCH", 80)  # every chunk: c1's type alone decides
+    monkeypatch.setattr(search, "OVERFETCH", 80)  # every chunk: c1's type alone decides
     assert [h["id"] for h in store.search("note 1 about redis cache", 1, ["rare"])] == ["c1"]
     assert "c1" not in {h["id"] for h in store.search("redis cache", 40, ["common"])}
 
@@ -168,11 +168,11 @@ def test_ingest_keeps_small_types_for_the_first_query(
     index = LexicalSearcher(fake_store).index
     assert fake_store.keep_small_types(index) == []  # in step: nothing read again
 
-    def no_chroma_read(self: type_index.TypeIndex, types: frozenset[str]) -> None:
+    def no_chroma_read(self: search.TypeIndex, types: frozenset[str]) -> None:
         raise AssertionError("read from Chroma although ingest kept the vectors")
 
-    monkeypatch.setattr(type_index.TypeIndex, "_load", no_chroma_read)
-    monkeypatch.setattr(type_index, "OVERFETCH", 1)  # the nearest k alone: types need vectors
+    monkeypatch.setattr(search.TypeIndex, "_load", no_chroma_read)
+    monkeypatch.setattr(search, "OVERFETCH", 1)  # the nearest k alone: types need vectors
     fresh = _reopen(fake_store.folder)
     vector = fresh.embeddings.embed_query("redis cache timeout")
     for type_ in types:
@@ -200,7 +200,7 @@ def test_rechecks_count_only_after_the_store_changed(
     store, _ = _fill(tmp_path / "s")
     searcher = LexicalSearcher(store)
     store.search("redis cache", 3, ["rare"])  # vectors kept in memory
-    monkeypatch.setattr(type_index, "RECHECK_SECONDS", 0.0)
+    monkeypatch.setattr(search, "RECHECK_SECONDS", 0.0)
     searcher._checked = -math.inf
     counts: list[int] = []
     count = type(store.collection).count

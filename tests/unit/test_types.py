@@ -3,6 +3,7 @@ closest known ones (CLI warning, trace note, MCP field), and `ragbrain types`.""
 
 from __future__ import annotations
 
+import importlib
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +21,7 @@ from ragbrain.query.typematch import stored_spellings, unknown_types, unknown_ty
 from ragbrain.retriever import CorrectiveRetriever
 from ragbrain.store import Store
 from ragbrain.store.lexical import LexicalSearcher
-from ragbrain.store.typelist import list_types
+from ragbrain.store.reader import list_types
 from tests.support.fakes import NOTES, BagOfWordsEmbeddings
 
 KNOWN = ["SQLite", "sqlite", "postgres", "bug", "decision", "lesson"]
@@ -127,9 +128,9 @@ def test_the_cli_warns_on_stderr_and_exits_0(
     mixed_store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The CLI reads a store with the model the store records: here the fake one.
-    monkeypatch.setattr(
-        "ragbrain.store.collection._recorded_embeddings", lambda *_: BagOfWordsEmbeddings()
-    )
+    # By the module itself: ``ragbrain.store.connect`` names the function ``connect`` too.
+    connect_module = importlib.import_module("ragbrain.store.connect")
+    monkeypatch.setattr(connect_module, "_recorded_embeddings", lambda *_: BagOfWordsEmbeddings())
     store = mixed_store.location
     runner = CliRunner()
     with warnings.catch_warnings(record=True) as raised:

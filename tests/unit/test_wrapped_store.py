@@ -28,7 +28,7 @@ from ragbrain.errors import (
     WrongTypeError,
 )
 from ragbrain.lexical.index import LexicalIndex, fingerprint
-from ragbrain.store import type_index
+from ragbrain.store import search
 from ragbrain.store.lexical import LexicalSearcher, index_path
 from ragbrain.store.wrapped import wrap_chroma
 from ragbrain.vectorstores.wrap import first_index
@@ -311,7 +311,7 @@ def test_the_first_lexical_build_matches_the_index_builder_and_reports_progress(
 def test_the_lexical_index_is_cached_and_follows_the_collection(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(type_index, "RECHECK_SECONDS", 0.0)
+    monkeypatch.setattr(search, "RECHECK_SECONDS", 0.0)
     vectorstore = Chroma.from_documents(
         note_docs(),
         BagOfWordsEmbeddings(),

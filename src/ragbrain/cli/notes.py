@@ -299,8 +299,8 @@ def show(
     import json
 
     from ragbrain.store import Store
+    from ragbrain.store.connect import StorePolicy
     from ragbrain.store.reader import parse_target, read_source
-    from ragbrain.store.resilience import StorePolicy
 
     try:
         source, lines = parse_target(target)
@@ -327,8 +327,8 @@ def types(
     """List every note type in the store with its chunk and file counts (no model loads)."""
     import json
 
-    from ragbrain.store.resilience import StorePolicy
-    from ragbrain.store.typelist import list_types
+    from ragbrain.store.connect import StorePolicy
+    from ragbrain.store.reader import list_types
 
     try:
         rows = list_types(store, server=server, policy=StorePolicy.from_env())

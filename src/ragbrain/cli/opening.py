@@ -9,7 +9,7 @@ from ragbrain.cli.common import err
 
 if TYPE_CHECKING:
     from ragbrain.store import Store
-    from ragbrain.store.resilience import StorePolicy
+    from ragbrain.store.connect import StorePolicy
 
 
 def _open_for_writing(
@@ -23,7 +23,7 @@ def _open_for_writing(
     else the model the ``notes``' languages call for (an existing store keeps its own)."""
     from ragbrain.models.embeddings import embeddings_for
     from ragbrain.store import Store
-    from ragbrain.store.resilience import StorePolicy
+    from ragbrain.store.connect import StorePolicy
 
     policy = StorePolicy.from_env()
     if not embedding and notes is not None:
@@ -46,7 +46,7 @@ def _new_store_model(
     from ragbrain.errors import StoreNotFoundError
     from ragbrain.ingest.model_choice import model_for_notes
     from ragbrain.store import COLLECTION, connect
-    from ragbrain.store.resilience import call
+    from ragbrain.store.connect import call
 
     try:
         client, where, _ = connect(store, server, policy, create=False)

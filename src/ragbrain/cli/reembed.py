@@ -22,7 +22,7 @@ def _re_embed(
     from ragbrain.errors import InvalidInputError, StoreNotFoundError
     from ragbrain.ingest.reembed import re_embed
     from ragbrain.models.embeddings import EMBEDDING_CHOICES, embeddings_for
-    from ragbrain.store.resilience import StorePolicy
+    from ragbrain.store.connect import StorePolicy
 
     try:
         if server:

@@ -88,7 +88,7 @@ def query(
             from ragbrain.context import RetrievalContext
             from ragbrain.render import print_json, print_run
             from ragbrain.retriever import CorrectiveRetriever
-            from ragbrain.store.resilience import StorePolicy
+            from ragbrain.store.connect import StorePolicy
 
             retriever = CorrectiveRetriever.from_store(
                 store,
@@ -148,7 +148,7 @@ def doctor(
 
     Exits 1 when a check finds a problem, 0 when all pass or only give advice."""
     from ragbrain.doctor import diagnose
-    from ragbrain.store.resilience import StorePolicy
+    from ragbrain.store.connect import StorePolicy
 
     try:
         policy = StorePolicy.from_env()

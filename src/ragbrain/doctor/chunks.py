@@ -13,7 +13,7 @@ from ragbrain.doctor.finding import Finding
 from ragbrain.ingest.ignore import ignore_line
 from ragbrain.ingest.linklists import LinkStats, link_stats
 from ragbrain.lexical.tokens import detect_language
-from ragbrain.store.resilience import StorePolicy, call
+from ragbrain.store.connect import StorePolicy, call
 
 if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection
@@ -109,7 +109,7 @@ def check_times(metadatas: dict[str, dict[str, Any]]) -> Finding:
 def list_types(metadatas: dict[str, dict[str, Any]]) -> Finding:
     """Every type with its chunk and file counts; types that differ only in case are named
     (a type filter matches them all, which may or may not be what was meant)."""
-    from ragbrain.store.typelist import case_variants, count_types
+    from ragbrain.store.reader import case_variants, count_types
 
     rows = count_types(metadatas.values())
     listed = ", ".join(f"{r.type or '(none)'} {r.chunks} ({r.files} files)" for r in rows)

@@ -25,8 +25,8 @@ from ragbrain.errors import StoreNotFoundError, StoreUnavailableError
 from ragbrain.models.embeddings import EMBEDDING_CHOICES, embeddings_for
 from ragbrain.models.profiles import profile
 from ragbrain.store import COLLECTION, MODEL_KEY, connect
+from ragbrain.store.connect import StorePolicy, call
 from ragbrain.store.ledger import parse
-from ragbrain.store.resilience import StorePolicy, call
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings

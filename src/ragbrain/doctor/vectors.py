@@ -13,9 +13,9 @@ from ragbrain.doctor.finding import Finding
 from ragbrain.models.backend import runtime_of
 from ragbrain.models.embeddings import model_name_of
 from ragbrain.store import DIMENSION_KEY, MODEL_KEY
-from ragbrain.store.collection import space as _space
-from ragbrain.store.repair import unreachable_vectors
-from ragbrain.store.resilience import StorePolicy, call
+from ragbrain.store.connect import StorePolicy, call
+from ragbrain.store.connect import space as _space
+from ragbrain.store.processes import unreachable_vectors
 
 if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection

@@ -29,7 +29,7 @@ from ragbrain.ingest.run import IngestReport, Progress, ingest
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
-    from ragbrain.store.resilience import StorePolicy
+    from ragbrain.store.connect import StorePolicy
 
 log = logging.getLogger(__name__)
 
@@ -77,9 +77,8 @@ def re_embed(
         StoreLockedError: Another process is writing to the store.
     """
     from ragbrain.store import Store
-    from ragbrain.store.connect import check_location
-    from ragbrain.store.repair import writer_lock
-    from ragbrain.store.resilience import StorePolicy
+    from ragbrain.store.connect import StorePolicy, check_location
+    from ragbrain.store.processes import writer_lock
 
     policy = policy or StorePolicy()
     folder = check_location(store, None, create=False)
@@ -131,7 +130,7 @@ def re_embed(
 
 def stored_roots(folder: Path, policy: StorePolicy) -> set[str]:
     """The notes folders (chunk ``root``) a store folder holds, read without loading a model."""
-    from ragbrain.store.listing import stored_metadata
+    from ragbrain.store.reader import stored_metadata
 
     missing = "Drop --re-embed to create one."
     metadatas = stored_metadata(folder, None, policy, missing=missing)

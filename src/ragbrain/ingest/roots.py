@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from ragbrain.ingest.chunks import chunk_id
-from ragbrain.store.keys import BATCH
-from ragbrain.store.ledger import ROOTS_KEY, roots_json
+from ragbrain.store.ledger import BATCH, ROOTS_KEY, roots_json
 
 if TYPE_CHECKING:
     from ragbrain.store import Store

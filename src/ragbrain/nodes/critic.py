@@ -37,7 +37,7 @@ from ragbrain.refusal.abstain import (
 )
 from ragbrain.refusal.offtopic import OffTopicCut, limit_for, refusal_reason
 from ragbrain.state import RETRIEVAL_KEY, RetrievalState
-from ragbrain.store.hits import Hit
+from ragbrain.store.search import Hit
 
 if TYPE_CHECKING:
     from ragbrain.store import Store

@@ -10,11 +10,11 @@ from ragbrain.context import RetrievalContext, context_of
 from ragbrain.nodes import Node
 from ragbrain.query.filters import Filters
 from ragbrain.state import RetrievalState
-from ragbrain.store.hits import Hit
+from ragbrain.store.search import Hit
 
 if TYPE_CHECKING:
     from ragbrain.store.lexical import LexicalSearcher
-    from ragbrain.store.searchable import SearchableStore
+    from ragbrain.store.search import SearchableStore
 
 
 def rescued(hits: list[Hit]) -> list[Hit]:

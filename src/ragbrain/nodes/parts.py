@@ -21,11 +21,11 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ragbrain.hybrid import fuse_hits, rrf
-from ragbrain.store.hits import Hit
+from ragbrain.store.search import Hit
 
 if TYPE_CHECKING:
     from ragbrain.critic.base import Critic
-    from ragbrain.store.searchable import SearchableStore
+    from ragbrain.store.search import SearchableStore
 
 Search = Callable[[str, int], list[Hit]]
 

@@ -17,7 +17,7 @@ from ragbrain.context import RetrievalContext, context_of
 from ragbrain.nodes import Node
 from ragbrain.nodes.fallback import can_widen
 from ragbrain.state import RetrievalState, Verdict
-from ragbrain.store.hits import Hit
+from ragbrain.store.search import Hit
 
 
 @dataclass(frozen=True)

@@ -14,12 +14,12 @@ from ragbrain.query.compound import split_compound
 from ragbrain.query.filters import Filters
 from ragbrain.query.typematch import unknown_types, unknown_types_message
 from ragbrain.state import RetrievalState
-from ragbrain.store.hits import Hit
+from ragbrain.store.search import Hit
 
 if TYPE_CHECKING:
     from ragbrain.hybrid import Fused
     from ragbrain.store.lexical import LexicalSearcher
-    from ragbrain.store.searchable import SearchableStore
+    from ragbrain.store.search import SearchableStore
 
 
 def make_vector_search(store: SearchableStore, lexical: LexicalSearcher | None = None) -> Node:
@@ -88,7 +88,7 @@ def make_vector_search(store: SearchableStore, lexical: LexicalSearcher | None =
         # An ingest that began writing and has not finished: the store may lack notes.
         notes += [entry.note() for entry in store.ledger().unfinished]
         if filters:
-            from ragbrain.store.scoped import scope_note
+            from ragbrain.store.search import scope_note
 
             notes.append(scope_note(store.scope_index(), types, filters))
         if parts:

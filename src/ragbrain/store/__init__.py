@@ -1,15 +1,14 @@
 """The Chroma store: connecting (a folder or a server), the collection's checks, reads, writes
 and search, the writers' lock and crash repair, type-filtered search, deadlines and retries.
 
-``Store`` is what the rest of the package uses (its parts: ``reading``, ``searching``,
-``writing``, ``records``); the modules beside it each do one part. ``SearchableStore`` is what
-the graph's nodes need of a store.
+``Store`` (``store.py``) is what the rest of the package uses; the modules beside it are the
+rooms it calls (docs/architecture.md lists them). ``SearchableStore`` is what the graph's
+nodes need of a store.
 """
 
-from ragbrain.store.connect import connect, parse_server_url
-from ragbrain.store.keys import COLLECTION, DIMENSION_KEY, GATE_KEY, MODEL_KEY
-from ragbrain.store.resilience import StorePolicy
-from ragbrain.store.searchable import SearchableStore
+from ragbrain.store.connect import StorePolicy, connect, parse_server_url
+from ragbrain.store.ledger import COLLECTION, DIMENSION_KEY, GATE_KEY, MODEL_KEY
+from ragbrain.store.search import SearchableStore
 from ragbrain.store.store import Store
 
 __all__ = [

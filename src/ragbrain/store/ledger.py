@@ -1,4 +1,5 @@
-"""The store's own record, kept in its collection's metadata: the folders its notes were
+"""Names the store is read and written by (the collection, its metadata keys, call sizes),
+and the store's own record, kept in its collection's metadata: the folders its notes were
 ingested from (its roots), a generation that every write changes, and an unfinished ingest.
 
 Every process that opens the store (a folder or a server) reads the same record, so a
@@ -22,6 +23,25 @@ if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection
 
 log = logging.getLogger(__name__)
+
+# --- names the store is read and written by ---
+
+COLLECTION = "ragbrain"
+LOCK_FILE = "ragbrain.lock"
+MODEL_KEY = "ragbrain:embedding_model"
+DIMENSION_KEY = "ragbrain:dimension"
+GATE_KEY = "ragbrain:gate_threshold"  # written by `ragbrain calibrate`
+GATE_SOURCE_KEY = "ragbrain:gate_source"
+#: The off-topic cut ``ragbrain.refusal.offtopic`` learns at ingest (JSON).
+OFFTOPIC_KEY = "ragbrain:offtopic"
+#: Chroma caps how many records one call may carry.
+BATCH = 1000
+#: Records read per call when listing a whole store. Chroma reads a call's metadata with one
+#: SQL statement naming every id, and SQLite refuses more than 32,766 variables: an unpaged
+#: listing fails on a store of about 33k chunks or more ("too many SQL variables").
+PAGE = 5000
+
+# --- the store's record ---
 
 #: The roots, a JSON list of absolute folder paths (the ``root`` of their chunks).
 ROOTS_KEY = "ragbrain:roots"

@@ -1,17 +1,36 @@
-"""Reading a note back from the store's own text: whole, a line range, or a chunk and its
-neighbours; capped, with the range to ask for next."""
+"""Reading a store without searching it (no model loaded): a note back from its chunks,
+every chunk's metadata, the note types with their counts.
+
+Reading a note back from the store's own text: whole, a line range, or a chunk and its
+neighbours; capped, with the range to ask for next.
+
+Reading a store's chunk metadata without loading its embedding model (``ragbrain types``,
+``ingest --re-embed``'s check of the notes folder).
+
+Listing a store's note types with their chunk and file counts, without loading a model.
+"""
 
 from __future__ import annotations
 
 import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragbrain._util import UNSAFE
-from ragbrain.errors import InvalidInputError
+from ragbrain.errors import InvalidInputError, StoreNotFoundError
+from ragbrain.query.typematch import fold
+from ragbrain.store.connect import StorePolicy, call, connect
+from ragbrain.store.ledger import COLLECTION, PAGE
 
 if TYPE_CHECKING:
     from ragbrain.store import Store
+
+
+# --- a note read back ---
 
 MAX_READ_CHARS = 12_000
 MAX_NEIGHBOURS = 10
@@ -257,3 +276,100 @@ def read_source(
         truncated=truncated,
         next_lines=next_lines,
     )
+
+
+# --- every chunk's metadata ---
+
+
+def stored_metadata(
+    path: str | Path | None, server: str | None, policy: StorePolicy, *, missing: str
+) -> list[Mapping[str, Any]]:
+    """Every chunk's metadata of the store in ``path`` (or on ``server``), page by page.
+
+    Args:
+        path: The store folder (None with ``server``).
+        server: A Chroma server's URL.
+        policy: Deadlines and retries of the store calls.
+        missing: What to tell the user when there is no ragbrain collection there.
+
+    Raises:
+        StoreNotFoundError: No store there (the message ends with ``missing``).
+        StoreUnavailableError: The server could not be reached within the deadline.
+    """
+    client, where, _ = connect(path, server, policy, create=False)
+    try:
+        collection = call(
+            policy,
+            f"Opening the collection at {where}",
+            lambda: client.get_collection(COLLECTION, embedding_function=None),
+        )
+    except StoreNotFoundError:
+        raise StoreNotFoundError(f"{where} holds no ragbrain collection. {missing}") from None
+    metadatas: list[Mapping[str, Any]] = []
+    for offset in range(0, 1 << 62, PAGE):
+        page = call(
+            policy,
+            f"Listing chunks ({where})",
+            partial(collection.get, limit=PAGE, offset=offset, include=["metadatas"]),
+        )
+        metadatas += [meta or {} for meta in page["metadatas"] or []]
+        if len(page["ids"]) < PAGE:
+            break
+    return metadatas
+
+
+# --- note types with their counts ---
+
+
+@dataclass(frozen=True)
+class TypeRow:
+    """One note type: its name as stored, its chunks and the files they come from."""
+
+    type: str
+    chunks: int
+    files: int
+
+
+def count_types(metadatas: Iterable[Mapping[str, Any]]) -> list[TypeRow]:
+    """Chunks and files per type, most chunks first (then by name).
+
+    Args:
+        metadatas: The chunks' metadata (``type``, ``root`` and ``source`` keys).
+    """
+    chunks: Counter[str] = Counter()
+    files: dict[str, set[tuple[str, str]]] = {}
+    for meta in metadatas:
+        type_ = str(meta.get("type", ""))
+        chunks[type_] += 1
+        files.setdefault(type_, set()).add((str(meta.get("root")), str(meta.get("source"))))
+    order = sorted(chunks, key=lambda t: (-chunks[t], t))
+    return [TypeRow(t, chunks[t], len(files[t])) for t in order]
+
+
+def case_variants(rows: Iterable[TypeRow]) -> list[list[str]]:
+    """Groups of stored types that differ only in case (a type filter matches them all)."""
+    groups: dict[str, list[str]] = {}
+    for row in rows:
+        groups.setdefault(fold(row.type), []).append(row.type)
+    return [sorted(group) for group in groups.values() if len(group) > 1]
+
+
+def list_types(
+    path: str | Path | None = None,
+    *,
+    server: str | None = None,
+    policy: StorePolicy | None = None,
+) -> list[TypeRow]:
+    """Every note type of the store in ``path`` (or on ``server``) with its counts.
+
+    Raises:
+        StoreNotFoundError: No store there.
+        StoreUnavailableError: The server could not be reached within the deadline.
+    """
+    metadatas = stored_metadata(
+        path,
+        server,
+        policy or StorePolicy(),
+        missing="Create one with `ragbrain ingest NOTES_DIR`.",
+    )
+    return count_types(metadatas)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragbrain.critic.training.keep_metrics import keep_stats, roc_auc, threshold_for_recall
-from ragbrain.store.hits import Hit
+from ragbrain.store.search import Hit
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
