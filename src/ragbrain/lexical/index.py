@@ -278,8 +278,14 @@ class LexicalIndex:
         )
 
     def query_terms(self, query: str) -> list[int]:
-        """The query's term ids that the index knows (unknown terms cannot match)."""
+        """The query's term ids that the index knows (unknown terms cannot match), of its
+        first ``READ_QUERY_CHARS`` (``query_tokens``)."""
         return [self.vocab[t] for t in query_tokens(query) if t in self.vocab]
+
+    def text_terms(self, text: str) -> set[int]:
+        """The term ids of a whole text that the index knows (a chunk it has not indexed);
+        a run of a script whose tokenizer is missing gives none."""
+        return {self.vocab[t] for t in tokenize(text, skip_missing=True) if t in self.vocab}
 
     def idf(self, terms: Sequence[int]) -> list[float]:
         """BM25's IDF of each of these term ids (``bm25.idf``), as the scores use it."""
