@@ -233,17 +233,25 @@ def without_langgraph(store: Store, critic: Any = None, lexical: Any = None) -> 
     from langgraph.runtime import Runtime
 
     from ragbrain import RetrievalContext
-    from ragbrain.gates import store_gate
     from ragbrain.nodes import Node
-    from ragbrain.nodes.critic import bind_critic, make_critic_filter
+    from ragbrain.nodes.critic import make_critic_filter
     from ragbrain.nodes.depth import choose_depth
     from ragbrain.nodes.fallback import make_fallback_search
     from ragbrain.nodes.quality import GateSetting, make_assess_quality, route_after_gate
     from ragbrain.nodes.search import make_vector_search
+    from ragbrain.settings import resolve
 
-    gate = make_assess_quality(GateSetting(*store_gate(store), lexical=lexical is not None))
-    search, fallback = make_vector_search(store, lexical), make_fallback_search(store, lexical)
-    judge = make_critic_filter(bind_critic(critic, store) if critic is not None else None)
+    fixed = resolve(store, critic, lexical=lexical, offtopic=None, handover=None)
+
+    def settings() -> Any:
+        return fixed
+
+    gate = make_assess_quality(
+        lambda: GateSetting(fixed.gate, fixed.gate_source, lexical=lexical is not None)
+    )
+    search = make_vector_search(store, lexical, settings)
+    fallback = make_fallback_search(store, lexical, settings)
+    judge = make_critic_filter(settings)
 
     def run(query: str, context: RetrievalContext | None = None) -> list[Any]:
         runtime = Runtime(context=context or RetrievalContext())

@@ -119,7 +119,9 @@ def bank_distances(folder: Path, embeddings: Any) -> list[float]:
 
     store = Store.open(cached_store_path(folder, model_name_of(embeddings)), embeddings)
     questions = offtopic.bank(english_only=offtopic.english_only(model_name_of(embeddings)))
-    return offtopic.nearest_distances(store, offtopic.query_vectors(embeddings, questions))
+    return offtopic.nearest_distances(
+        store, offtopic.query_vectors(embeddings, questions, store.model)
+    )
 
 
 #: Notes caps tried (``offtopic.notes_cap``): cosine distances.

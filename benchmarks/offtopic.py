@@ -115,7 +115,7 @@ class Measured:
         self.keys = sorted(texts)
         sub_docs = {n: int(d) for n, _, d in (item.partition("=") for item in args.subcorpus)}
         embeddings = embeddings_for(self.model)
-        vectors = offtopic.query_vectors(embeddings, [texts[k] for k in self.keys])
+        vectors = offtopic.query_vectors(embeddings, [texts[k] for k in self.keys], self.model)
         self.distance: dict[str, dict[str, float]] = {}
         self.support: dict[str, dict[str, float]] = {}
         self.missing_support: dict[str, dict[str, float]] = {}

@@ -86,7 +86,7 @@ class RecordingCritic:
         return float(self.bound.threshold)
 
     def for_store(self, store: Any, lexical: Any = None) -> RecordingCritic:
-        from ragbrain.nodes.critic import bind_critic
+        from ragbrain.settings import bind_critic
 
         self.bound = bind_critic(self._critic, store, lexical)
         return self

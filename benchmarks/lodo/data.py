@@ -180,7 +180,7 @@ def load_role(
     from ragbrain.evaluation import corpus_store
     from ragbrain.hybrid import dense_trusted
     from ragbrain.lexical.tokens import TOKENIZER_VERSION
-    from ragbrain.models.embeddings import DEFAULT_EMBEDDING_MODEL, embeddings_for
+    from ragbrain.models.embeddings import DEFAULT_EMBEDDING_MODEL, embeddings_for, model_reads
     from ragbrain.nodes.depth import complexity, depth_for
     from ragbrain.store.lexical import sync_lexical
 
@@ -226,7 +226,7 @@ def load_role(
                 text=text,
                 qrels=qrels[query],
                 depth=depth_for(complexity(text, context)[0], context),
-                trust=dense_trusted(store, text, None),
+                trust=dense_trusted(text, model_reads(store.model)),
                 dense=dense,
                 bm25=[h.id for h in lexical],
                 distance=distance,

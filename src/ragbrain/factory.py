@@ -34,7 +34,7 @@ from ragbrain.critic.choice import (
     resolve_critic,
 )
 from ragbrain.errors import StoreNotFoundError, WrongTypeError
-from ragbrain.graph import build_graph
+from ragbrain.graph import graph_over, store_resolution
 from ragbrain.paths import cache_root, default_store_path, sample_notes
 from ragbrain.store import Store
 from ragbrain.store.connect import StorePolicy
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 
     from ragbrain.critic.base import Critic
     from ragbrain.graph import Graph
+    from ragbrain.settings import Resolution
     from ragbrain.store.lexical import LexicalSearcher
 
 log = logging.getLogger(__name__)
@@ -99,6 +100,8 @@ class Built:
             what it lacks).
         live_notes: The same lines as of now (the record count after other processes'
             writes, as the lexical index follows them); None: ``notes`` do not change.
+        settings: The store's settings the graph reads (``ragbrain.settings``;
+            ``settings.current()`` as of now).
     """
 
     store: Store
@@ -106,6 +109,7 @@ class Built:
     lexical: LexicalSearcher | None
     critic: Critic | None
     critic_off_reason: str
+    settings: Resolution
     notes: tuple[str, ...] = ()
     live_notes: Callable[[], list[str]] | None = None
 
@@ -134,8 +138,9 @@ def assemble(
         critic, off_reason = loading.result()
     if lexical is None and critic is not None:
         critic, off_reason = None, "the collection stores no texts to judge"
-    graph = build_graph(store, critic, critic_off_reason=off_reason, lexical=lexical)
-    return Built(store, graph, lexical, critic, off_reason)
+    settings = store_resolution(store, critic, off_reason, lexical=lexical)
+    graph = graph_over(store, settings, lexical)
+    return Built(store, graph, lexical, critic, off_reason, settings)
 
 
 def open_store(
@@ -312,7 +317,6 @@ def check_store_model(store: Store) -> float | None:
         WrongModelError: Naming the query model and the one the store records.
     """
     from ragbrain.models.agreement import check_model
-    from ragbrain.models.embeddings import model_name_of
     from ragbrain.store.ledger import MODEL_KEY
 
     got = store.call(
@@ -329,7 +333,7 @@ def check_store_model(store: Store) -> float | None:
         store.embeddings,
         texts,
         [list(map(float, v)) for v in vectors],
-        model=model_name_of(store.embeddings),
+        model=store.model,
         stored_model=recorded if isinstance(recorded, str) else None,
         where=f"The store at {store.location}",
         override="check_model=False",

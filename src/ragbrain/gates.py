@@ -1,8 +1,8 @@
 """Which gate threshold a run uses: the store's calibration, the model's shipped one, or 0.55.
 
 A cosine-distance threshold only means something for the embedding model it was chosen for, so
-``RetrievalContext.gate_threshold`` defaults to None and each run resolves it, most specific
-first:
+``RetrievalContext.gate_threshold`` defaults to None and the store's settings
+(``ragbrain.settings``) decide it, most specific first:
 
 1. the threshold ``ragbrain calibrate`` wrote into the store (its own model and notes);
 2. the threshold shipped here for the store's embedding model, calibrated on labelled data
@@ -22,11 +22,11 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ragbrain.context import DEFAULT_GATE_THRESHOLD
-from ragbrain.models.embeddings import model_name_of
 from ragbrain.models.profiles import ShippedGate, profiles
+from ragbrain.settings import model_settings
 
 if TYPE_CHECKING:
+    from ragbrain.settings import StoreSettings
     from ragbrain.store import Store
 
 
@@ -37,25 +37,16 @@ SHIPPED_GATES: dict[str, ShippedGate] = {p.name: p.gate for p in profiles()}
 
 def model_gate(model: str) -> tuple[float, str]:
     """The threshold shipped for ``model`` (else the default), and its origin."""
-    shipped = SHIPPED_GATES.get(model)
-    if shipped is not None:
-        return shipped.threshold, f"shipped for {model}"
-    return DEFAULT_GATE_THRESHOLD, "default"
+    found = model_settings(model)
+    return found.gate, found.gate_source
 
 
-def store_gate(store: Store) -> tuple[float, str]:
-    """The gate threshold for runs over ``store`` whose context leaves it None, and its origin."""
-    calibrated = store.gate_threshold()  # in memory with the collection: no store call
-    if calibrated is not None:
-        return calibrated, "calibrated for this store"
-    return model_gate(model_name_of(store.embeddings))
-
-
-def run_gate(store: Store, threshold: float | None) -> tuple[float, str]:
-    """The gate a run uses: ``threshold`` (the context's) when set, else ``store_gate``."""
+def run_gate(settings: StoreSettings, threshold: float | None) -> tuple[float, str]:
+    """The gate a run uses: ``threshold`` (the context's) when set, else the store's
+    (``StoreSettings.gate``: its calibration, its model's shipped one, or the default)."""
     if threshold is not None:
         return threshold, "set in the context"
-    return store_gate(store)
+    return settings.gate, settings.gate_source
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?\u3002\uff01\uff1f])\s*")  # and the CJK full stops

@@ -109,24 +109,18 @@ def _as_hits(
     return [found[id_] for id_ in ids if id_ in found]
 
 
-def dense_trusted(store: SearchableStore, query: str, languages: Sequence[str] | None) -> bool:
+def dense_trusted(query: str, languages: Sequence[str] | None) -> bool:
     """Whether the dense ranking of ``query`` counts in the fusion.
 
     Args:
-        store: Its embedding model decides when ``languages`` is None.
         query: Its main script, and Japanese or Thai wherever they appear
             (``ALWAYS_COUNTED``), must be languages the model reads.
-        languages: Query languages the embedding model reads (``script_counts`` names);
-            None means what the store's model reads (its profile's ``reads``,
-            ``ragbrain.models.profiles``; every language for a model without one).
+        languages: Query languages the embedding model reads (``script_counts`` names): the
+            run's ``dense_languages``, else the store's (``StoreSettings.reads``); None: every
+            language.
     """
     if languages is None:
-        from ragbrain.models.embeddings import model_name_of, model_reads
-
-        read = model_reads(model_name_of(store.embeddings))
-        if read is None:
-            return True
-        languages = read
+        return True
     counts = script_counts(read_part(query))
     main: Language = counts.most_common(1)[0][0] if counts else "none"
     present = {main, *(script for script in ALWAYS_COUNTED if counts[script])}
@@ -275,6 +269,7 @@ def hybrid_fusion(
     trust_dense: bool = True,
     filters: Filters | None = None,
     dense_share: float = DENSE_SHARE,
+    power: float = 1.0,
 ) -> Fused:
     """Dense and BM25 search fused by score (``fuse_scores``); every hit carries its cosine
     distance to ``query``.
@@ -289,6 +284,7 @@ def hybrid_fusion(
             the query's language): BM25's order stands, dense hits only fill in after it.
         filters: Path, tag and date filters both sides apply.
         dense_share: The dense side's share when it is trusted (``RetrievalContext.dense_share``).
+        power: The power BM25's share is raised to (the store model's ``bm25_power``).
 
     Returns:
         The ``k`` fused hits (best first), how many of them only BM25 found, the weights.
@@ -298,11 +294,8 @@ def hybrid_fusion(
         store.search(query, depth, types, filters) if filters else store.search(query, depth, types)
     )
     matches = index.search(query, depth, types, filters)
-    from ragbrain.models.embeddings import model_name_of
-
     mass = index.query_mass(query)
     share = dense_share if trust_dense else 0.0
-    power = bm25_power(model_name_of(store.embeddings))
     order = fuse_scores(
         [(hit["id"], hit["distance"]) for hit in dense],
         [(match.id, match.score) for match in matches],
@@ -333,7 +326,10 @@ def hybrid_search(
     *,
     trust_dense: bool = True,
     filters: Filters | None = None,
+    power: float = 1.0,
 ) -> tuple[list[Hit], int]:
     """``hybrid_fusion``'s hits and how many of them only BM25 found (same arguments)."""
-    fused = hybrid_fusion(store, index, query, k, types, trust_dense=trust_dense, filters=filters)
+    fused = hybrid_fusion(
+        store, index, query, k, types, trust_dense=trust_dense, filters=filters, power=power
+    )
     return fused.hits, fused.lexical_only

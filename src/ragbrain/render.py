@@ -40,6 +40,7 @@ def run_to_dict(query: str, output: RetrievalOutput) -> dict[str, Any]:
         "bm25_coverage": output.get("bm25_coverage"),
         "nearest_distance": output.get("nearest_distance"),
         "lexical_support": output.get("lexical_support"),
+        "store_settings": output.get("store_settings"),
         "notes": output["notes"],
         "documents": [
             {
@@ -115,6 +116,16 @@ def print_run(query: str, output: RetrievalOutput, console: Console, *, width: i
         )
         snippet = f"      {text[:width]}{'...' if len(text) > width else ''}"
         console.print(snippet, style="dim", markup=False, highlight=False, soft_wrap=True)
+    if run["store_settings"]:
+        from ragbrain.settings import describe_summary
+
+        console.print(
+            f"  - {printable(describe_summary(run['store_settings']))}",
+            style="dim",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     for note in run["notes"]:
         console.print(
             f"  - {printable(note)}", style="dim", markup=False, highlight=False, soft_wrap=True

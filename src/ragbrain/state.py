@@ -51,6 +51,9 @@ class RetrievalOutput(TypedDict):
     nearest_distance: NotRequired[float | None]
     # ... and how much of the query BM25's best chunk holds, by rarity (hybrid search only).
     lexical_support: NotRequired[float | None]
+    # The store's settings the run read (``ragbrain.settings.StoreSettings.summary``): its
+    # model, gate, off-topic cut, critic, hand-over rule and fusion.
+    store_settings: NotRequired[dict[str, Any]]
     # Each node appends one line saying what it decided and why.
     notes: Annotated[list[str], operator.add]
 

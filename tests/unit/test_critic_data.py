@@ -79,6 +79,7 @@ def test_the_threshold_is_chosen_on_what_the_retriever_hands_the_critic(
     ranks them (BM25 and dense fused), labelled by the qrels; dev keeps the mined ones."""
     from ragbrain.evaluation.beir import corpus_store, load_split
     from ragbrain.hybrid import dense_trusted, hybrid_search
+    from ragbrain.settings import model_settings
     from ragbrain.store.lexical import sync_lexical
 
     qrels = {q: {f"d{q[1]}": 1} for q in QUERIES}
@@ -91,8 +92,11 @@ def test_the_threshold_is_chosen_on_what_the_retriever_hands_the_critic(
     store = corpus_store(load_split(folder, "train"), embeddings)
     index = sync_lexical(store)
     for item in found.dev_seen:
-        trust = dense_trusted(store, item.query, None)
-        hits = hybrid_search(store, index, item.query, TINY.eval_k, trust_dense=trust)[0]
+        model = model_settings(store.model)
+        trust = dense_trusted(item.query, model.reads)
+        hits = hybrid_search(
+            store, index, item.query, TINY.eval_k, trust_dense=trust, power=model.bm25_power
+        )[0]
         assert [c.doc_id for c in item.candidates] == [h["id"] for h in hits]
         assert [c.relevant for c in item.candidates] == [
             h["id"] == f"d{item.query_id[1]}" for h in hits

@@ -13,6 +13,7 @@ from ragbrain.errors import InvalidInputError, StoreMismatchError
 from ragbrain.hybrid import dense_trusted
 from ragbrain.ingest import ingest
 from ragbrain.models.embeddings import DEFAULT_EMBEDDING_MODEL, E5_SMALL, embeddings_for
+from ragbrain.settings import model_settings
 from ragbrain.store import MODEL_KEY, Store
 from tests.support.fakes import BagOfWordsEmbeddings
 
@@ -119,7 +120,7 @@ def test_dense_counts_where_the_store_model_reads_the_query(
     fake_models: dict[str, Named], tmp_path: Path, model: str, query: str, trusted: bool
 ) -> None:
     store = Store.open(tmp_path / "s", fake_models[model], create=True)
-    assert dense_trusted(store, query, None) is trusted
+    assert dense_trusted(query, model_settings(store.model).reads) is trusted
 
 
 def test_cli_ingest_chooses_and_query_follows(

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from ragbrain.context import DEFAULT_GATE_THRESHOLD, RetrievalContext
-from ragbrain.gates import SHIPPED_GATES, store_gate
+from ragbrain.gates import SHIPPED_GATES
 from ragbrain.models.embeddings import DEFAULT_EMBEDDING_MODEL
 from ragbrain.nodes.fallback import merge_hits
 from ragbrain.nodes.quality import GateSetting, gate_verdict, route_after_gate
+from ragbrain.settings import store_gate
 from ragbrain.state import Hit
 from ragbrain.store import Store
 
@@ -25,7 +25,7 @@ class GateStore:
 
     def __init__(self, calibrated: float | None = None, model: str = "some-model") -> None:
         self.calibrated = calibrated
-        self.embeddings = SimpleNamespace(model_name=model)
+        self.model = model
 
     def gate_threshold(self) -> float | None:
         return self.calibrated

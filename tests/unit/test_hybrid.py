@@ -171,15 +171,19 @@ def test_dense_is_trusted_by_query_language(
 ) -> None:
     from ragbrain.hybrid import dense_trusted
     from ragbrain.models.embeddings import DEFAULT_EMBEDDING_MODEL
+    from ragbrain.settings import model_settings
 
     fake_store.embeddings.model_name = DEFAULT_EMBEDDING_MODEL  # type: ignore[attr-defined]
-    assert dense_trusted(fake_store, query, languages) is trusted
+    reads = languages if languages is not None else model_settings(fake_store.model).reads
+    assert dense_trusted(query, reads) is trusted
 
 
 def test_any_other_model_is_trusted_in_every_language(fake_store: Store) -> None:
     from ragbrain.hybrid import dense_trusted
+    from ragbrain.settings import model_settings
 
-    assert dense_trusted(fake_store, "แคช", None)  # the fake model is not the default one
+    reads = model_settings(fake_store.model).reads  # the fake model is not the default one
+    assert reads is None and dense_trusted("แคช", reads)
 
 
 def test_the_dense_share_is_a_setting_of_the_run(fake_store: Store) -> None:

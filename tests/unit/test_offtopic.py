@@ -698,7 +698,7 @@ def test_a_store_of_notes_in_two_scripts_judges_each_question_by_its_own_scripts
     questions = offtopic.bank()
     nearest = offtopic.nearest_distances(
         store_of(tmp_path / "again", japanese + code, embeddings),
-        offtopic.query_vectors(embeddings, questions),
+        offtopic.query_vectors(embeddings, questions, E5),
     )
     expected = offtopic.script_cuts(questions, nearest, got.level, ["cjk", "latin"], got.distance)
     assert got.by_script == expected and set(expected) == {"cjk", "latin"}

@@ -9,10 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ragbrain.models.embeddings import model_name_of
 from ragbrain.refusal import offtopic, shipped
 from ragbrain.refusal.offtopic import bank, query_vectors
 from tests.support.fakes import BagOfWordsEmbeddings
 
+#: The name stores record for ``BagOfWordsEmbeddings`` (``model_name_of``).
+NAME = model_name_of(BagOfWordsEmbeddings())
 QUESTIONS = ("how long do I boil an egg", "who won the football final", "best beach in spain")
 
 
@@ -36,19 +39,19 @@ def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_a_matching_file_is_used_without_embedding_the_bank(folder: Path) -> None:
-    written = shipped.write(BagOfWordsEmbeddings(), QUESTIONS, folder)
+    written = shipped.write(BagOfWordsEmbeddings(), NAME, QUESTIONS, folder)
     assert written.name == "bag-of-words-64--fp32.npz"
     model = Counting()
-    vectors = query_vectors(model, QUESTIONS)
+    vectors = query_vectors(model, QUESTIONS, NAME)
     assert model.embedded == 0 and vectors.dtype == np.float32
     expected = np.asarray(BagOfWordsEmbeddings().embed_documents(list(QUESTIONS)))
     assert np.allclose(vectors, expected, atol=1e-3)
 
 
 def test_another_list_or_model_recomputes(folder: Path) -> None:
-    shipped.write(BagOfWordsEmbeddings(), QUESTIONS, folder)
+    shipped.write(BagOfWordsEmbeddings(), NAME, QUESTIONS, folder)
     changed = Counting()
-    query_vectors(changed, (*QUESTIONS, "a new question"))
+    query_vectors(changed, (*QUESTIONS, "a new question"), NAME)
     assert changed.embedded > 0
 
     class Impostor(Counting):  # the same name, other vectors
@@ -56,15 +59,15 @@ def test_another_list_or_model_recomputes(folder: Path) -> None:
             return list(reversed(super()._embed(text)))
 
     impostor = Impostor()
-    vectors = query_vectors(impostor, QUESTIONS)
+    vectors = query_vectors(impostor, QUESTIONS, NAME)
     assert impostor.embedded > 0
     assert np.allclose(vectors[1], impostor.embed_query(QUESTIONS[1]), atol=1e-6)
 
 
 def test_a_subset_of_the_questions_is_read_from_the_file(folder: Path) -> None:
-    shipped.write(BagOfWordsEmbeddings(), QUESTIONS, folder)
+    shipped.write(BagOfWordsEmbeddings(), NAME, QUESTIONS, folder)
     model = Counting()
-    vectors = query_vectors(model, QUESTIONS[1:])
+    vectors = query_vectors(model, QUESTIONS[1:], NAME)
     assert model.embedded == 0 and vectors.shape[0] == 2
     assert np.allclose(vectors[0], model.embed_query(QUESTIONS[1]), atol=1e-3)
 

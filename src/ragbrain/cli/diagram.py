@@ -7,6 +7,7 @@ from typing import cast
 
 from ragbrain.graph import Graph, build_graph
 from ragbrain.store import Store
+from ragbrain.store.ledger import Ledger
 
 
 class _Unscored:
@@ -21,11 +22,22 @@ class _Unscored:
 
 
 class _Unopened:
-    """A store that is never searched: the graph reads only its gate calibration when built."""
+    """A store that is never searched: the graph reads only what its settings need when
+    built (its model, size, gate calibration and generation)."""
 
     embeddings = None
+    model = "none"
 
     def gate_threshold(self) -> float | None:
+        return None
+
+    def count(self) -> int:
+        return 0
+
+    def ledger(self) -> Ledger:
+        return Ledger()
+
+    def follow(self) -> None:
         return None
 
 

@@ -87,7 +87,8 @@ def eval_(
     from ragbrain.context import RetrievalContext
     from ragbrain.evaluation.evaluate import EvalOptions, eval_critic, evaluate, stage_reporter
     from ragbrain.evaluation.report import markdown_table
-    from ragbrain.models.embeddings import EMBEDDING_CHOICES, embeddings_for, model_name_of
+    from ragbrain.models.embeddings import EMBEDDING_CHOICES, embeddings_for
+    from ragbrain.settings import resolve_model
 
     options = EvalOptions(
         split=split,
@@ -121,7 +122,7 @@ def eval_(
             if lodo is not None:
                 from ragbrain.evaluation.lodo import fold_context, fold_params
 
-                fitted = fold_params(lodo, data.name, model_name_of(embeddings))
+                fitted = fold_params(lodo, data.name, resolve_model(embeddings).name)
                 base = fold_context(fitted, f"{lodo} (fold {data.name})", base)
             critic_ = eval_critic(critic)
             payload = evaluate(data, options, embeddings, critic_, reporter, base=base)

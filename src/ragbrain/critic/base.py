@@ -18,7 +18,7 @@ class Critic(Protocol):
     (the shipped one does: its rank and its gaps to the list's best), and may use the
     distances or ignore them. A critic that needs the store it judges for (its model, its
     lexical index) may have a ``for_store(store, lexical)`` method returning the bound critic:
-    a graph calls it once, when it is built (``ragbrain.nodes.critic.bind_critic``).
+    a graph calls it when it resolves the store's settings (``ragbrain.settings.bind_critic``).
     """
 
     @property

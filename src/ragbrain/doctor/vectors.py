@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ragbrain.doctor.finding import Finding
 from ragbrain.models.backend import runtime_of
-from ragbrain.models.embeddings import model_name_of
+from ragbrain.settings import resolve_model
 from ragbrain.store import DIMENSION_KEY, MODEL_KEY
 from ragbrain.store.connect import StorePolicy, call
 from ragbrain.store.connect import space as _space
@@ -71,7 +71,7 @@ def check_dimension(
         return False, findings
     if embeddings is None:
         return True, findings
-    model, dim = model_name_of(embeddings), len(embeddings.embed_query("dimension probe"))
+    model, dim = resolve_model(embeddings).name, len(embeddings.embed_query("dimension probe"))
     expected = int(str(recorded_dim)) if recorded_dim is not None else next(iter(actual), dim)
     if dim != expected:
         findings.append(

@@ -190,10 +190,10 @@ def corpus_store(
     are cached apart); an interrupted build resumes where it stopped, and a finished one is
     reused as is.
     """
-    from ragbrain.models.embeddings import model_name_of
+    from ragbrain.settings import resolve_model
     from ragbrain.store import Store
 
-    model = model_name_of(embeddings)
+    model = resolve_model(embeddings).name
     variant = variant or str(getattr(embeddings, "variant", ""))
     key = f"{model}|{variant}" if variant else model
     folder = (

@@ -76,7 +76,8 @@ def run_calibration(
         DataSetError, StoreNotFoundError, InvalidInputError: bad data, no store, one class only.
     """
     from ragbrain.evaluation.beir import corpus_store, load_split, split_spec
-    from ragbrain.models.embeddings import default_embeddings, model_name_of
+    from ragbrain.models.embeddings import default_embeddings
+    from ragbrain.settings import resolve_model
     from ragbrain.store import Store
 
     if samples < 10:
@@ -87,7 +88,7 @@ def run_calibration(
         embeddings = target.embeddings
     elif embeddings is None:
         embeddings = default_embeddings()
-    model = model_name_of(embeddings)
+    model = resolve_model(embeddings).name
     distances: list[float] = []
     no_relevant: list[bool] = []
     if data:

@@ -16,7 +16,7 @@ from ragbrain.evaluation.configs import NO_GATE, Config, select
 from ragbrain.evaluation.report import machine, markdown_table, summarize, write_atomic, write_json
 from ragbrain.evaluation.runner import Query, build_retrievers, run_all
 from ragbrain.evaluation.typefilter import filtered_queries, recovery, subset, typed_store
-from ragbrain.gates import run_gate
+from ragbrain.settings import store_gate
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -130,7 +130,9 @@ def evaluate(
         "queries": len(queries),
         "corpus": len(split.corpus),
         "store": store.location,
-        "gate_threshold": run_gate(store, base.gate_threshold)[0],
+        "gate_threshold": base.gate_threshold
+        if base.gate_threshold is not None
+        else store_gate(store)[0],
         "configs": {c.name: c.description for c in configs},
         "summary": summary,
         "seconds": round(time.time() - started, 1),

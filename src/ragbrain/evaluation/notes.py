@@ -215,11 +215,11 @@ def notes_store(
     unchanged (``cached_store_path``). A cached store learns its off-topic cut again, so that
     it is the one this version's calibration gives."""
     from ragbrain.ingest import ingest
-    from ragbrain.models.embeddings import model_name_of
     from ragbrain.refusal.offtopic import refresh_cut
+    from ragbrain.settings import resolve_model
     from ragbrain.store import Store
 
-    path = cached_store_path(folder, model_name_of(embeddings), root)
+    path = cached_store_path(folder, resolve_model(embeddings).name, root)
     if (path / DONE).is_file():
         store = Store.open(path, embeddings)
         refresh_cut(store)
@@ -465,8 +465,9 @@ def evaluate_notes(
         InvalidInputError: ``folder`` is not a notes domain.
     """
     from ragbrain.ingest.model_choice import model_for_notes
-    from ragbrain.models.embeddings import embeddings_for, model_name_of
+    from ragbrain.models.embeddings import embeddings_for
     from ragbrain.retriever import CorrectiveRetriever
+    from ragbrain.settings import resolve_model
 
     if not is_notes_domain(folder):
         raise InvalidInputError(f"{folder}: not a notes folder (needs notes/ and questions.json).")
@@ -476,7 +477,7 @@ def evaluate_notes(
         embeddings = embeddings or embeddings_for(model_for_notes(folder / "notes")[0])
         progress = reporter("ingesting") if reporter else None
         store = notes_store(folder, embeddings, root=store_root, progress=progress)
-        path = cached_store_path(folder, model_name_of(embeddings), store_root)
+        path = cached_store_path(folder, resolve_model(embeddings).name, store_root)
         retriever = CorrectiveRetriever.from_store(path, embeddings=embeddings)
     prober = None
     if probe and store is not None:
@@ -501,7 +502,7 @@ def evaluate_notes(
     )
     return {
         "dataset": folder.resolve().name,
-        "model": model_name_of(embeddings) if embeddings is not None else None,
+        "model": resolve_model(embeddings).name if embeddings is not None else None,
         "chunks": store.count() if store is not None else None,
         "summary": summarize_answers(answers),
         "answers": [a.to_json() for a in answers],

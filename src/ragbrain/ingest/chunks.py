@@ -98,12 +98,11 @@ def splitter_for(embeddings: Embeddings | None) -> TextSplitter:
     (no second copy). Every other model, and a stand-in without a tokenizer (tests' fakes),
     counts the default model's tokens.
     """
-    from ragbrain.models.embeddings import model_name_of
-    from ragbrain.models.profiles import profile
+    from ragbrain.settings import resolve_model
 
     if embeddings is None:
         return splitter()
-    found = profile(model_name_of(embeddings))
+    found = resolve_model(embeddings).profile
     if found is None or not found.own_tokenizer_chunks:
         return splitter()
     engine = tokenizer_engine(embeddings)

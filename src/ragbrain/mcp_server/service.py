@@ -39,8 +39,6 @@ from ragbrain.mcp_server.results import (
     clean_text,
     finite_or_none,
 )
-from ragbrain.models.embeddings import model_name_of
-from ragbrain.nodes.critic import bind_critic
 from ragbrain.paths import default_store_path, resolved
 from ragbrain.query.filters import MODIFIED_KEY, time_label
 from ragbrain.query.inputs import AbstainLevel
@@ -54,6 +52,7 @@ if TYPE_CHECKING:
 
     from ragbrain.ingest.watch import Watcher
     from ragbrain.query.filters import Filters
+    from ragbrain.settings import Resolution, StoreSettings
     from ragbrain.store.lexical import LexicalSearcher
 
 log = logging.getLogger(__name__)
@@ -69,8 +68,23 @@ class Loaded:
 
     store: Store
     retriever: CorrectiveRetriever
-    critic: str
+    settings: Resolution
     lexical: LexicalSearcher
+
+    @property
+    def critic(self) -> str:
+        """The critic the graph judges with now (it follows the store's model)."""
+        return critic_status(self.settings.current())
+
+
+def critic_status(settings: StoreSettings) -> str:
+    """What ``stats`` says of the store's critic: its class, where it loaded from, its cut."""
+    critic = settings.critic
+    if critic is None:
+        return f"off: {settings.critic_off_reason}"
+    where = getattr(critic, "folder", None) or getattr(critic, "path", None)
+    status = f"{type(critic).__name__}{f' from {where}' if where else ''}, "
+    return status + threshold_label(critic, critic.threshold)
 
 
 def _label(value: object) -> str:
@@ -217,24 +231,19 @@ class RagbrainService:
             built = open_store(
                 self.store_path, options, server=self.server, create=bool(self.allowed)
             )
-            store, lexical, critic = built.store, built.lexical, built.critic
+            store, lexical = built.store, built.lexical
             assert lexical is not None  # a store folder always has its lexical index
             retriever = CorrectiveRetriever(
                 graph=built.graph, known_types=store.known_types, context=self._context
             )
-            if critic is None:
-                status = f"off: {built.critic_off_reason}"
-            else:
-                critic = bind_critic(critic, store, lexical)  # as the retriever's graph uses it
-                where = getattr(critic, "folder", None) or getattr(critic, "path", None)
-                status = f"{type(critic).__name__}{f' from {where}' if where else ''}, "
-                status += threshold_label(critic, critic.threshold)
-            self._loaded = Loaded(store=store, retriever=retriever, critic=status, lexical=lexical)
+            self._loaded = Loaded(
+                store=store, retriever=retriever, settings=built.settings, lexical=lexical
+            )
             log.info(
                 "Loaded the store %s and the models in %.1f s (critic: %s).",
                 store.location,
                 time.perf_counter() - started,
-                status,
+                self._loaded.critic,
             )
             return self._loaded
 
@@ -541,14 +550,14 @@ class RagbrainService:
     def stats(self) -> StatsResult:
         """Chunk counts per type, where the store is, and which models answer."""
         loaded = self.load()
-        store = loaded.store
+        store, settings = loaded.store, loaded.settings.current()
         return StatsResult(
             store=store.location,
             chunks=store.count(),
             types=dict(sorted(store.types().items())),
-            embedding_model=model_name_of(store.embeddings),
-            critic=loaded.critic,
-            gate_threshold=run_gate(store, loaded.retriever.context.gate_threshold)[0],
+            embedding_model=settings.model.name,
+            critic=critic_status(settings),
+            gate_threshold=run_gate(settings, loaded.retriever.context.gate_threshold)[0],
             abstain=loaded.retriever.context.abstain,
             allowed_roots=[str(root) for root in self.allowed],
             inbox=None if self.inbox is None else str(self.inbox.folder),

@@ -23,8 +23,7 @@ from langgraph.runtime import Runtime
 from ragbrain.context import RetrievalContext, context_of
 from ragbrain.critic.base import Critic, keep_mask, threshold_label
 from ragbrain.critic.evidence import EvidenceCritic
-from ragbrain.critic.handover import HandOverRule, narrow
-from ragbrain.critic.model import TransformerCritic
+from ragbrain.critic.handover import narrow
 from ragbrain.nodes import Node
 from ragbrain.nodes.parts import judge_parts, nearest_parts
 from ragbrain.query.compound import split_compound
@@ -40,23 +39,7 @@ from ragbrain.state import RETRIEVAL_KEY, RetrievalState
 from ragbrain.store.search import Hit
 
 if TYPE_CHECKING:
-    from ragbrain.store import Store
-    from ragbrain.store.lexical import LexicalSearcher
-
-
-def bind_critic(critic: Critic, store: Store, lexical: LexicalSearcher | None = None) -> Critic:
-    """The critic as a graph over ``store`` uses it: a critic with a ``for_store(store,
-    lexical)`` method bound with it (the shipped choice, ``ShippedCritic``, picks the one for
-    the store's model; an ``EvidenceCritic`` reads ``lexical``, the store's lexical index), a
-    ``TransformerCritic`` bound to the store's embedding model (``for_model``: its distance
-    layer when it learned that model's distances); any other critic as it is."""
-    for_store = getattr(critic, "for_store", None)
-    if callable(for_store):
-        bound: Critic = for_store(store, lexical)
-        return bound
-    if isinstance(critic, TransformerCritic):
-        return critic.for_model(store.embedding_model)
-    return critic
+    from ragbrain.settings import StoreSettings
 
 
 def _document(
@@ -284,37 +267,23 @@ def refusal(
     return answerable, reason, [*said, note] if note else said
 
 
-def make_critic_filter(
-    critic: Critic | None,
-    off_reason: str = "no critic configured",
-    offtopic: OffTopicCut | None = None,
-    handover: HandOverRule | None = None,
-    general: Callable[[str], float] | None = None,
-) -> Node:
-    """Bind a critic (or None: keep every hit, saying ``off_reason``), the store's off-topic
-    cut (``ragbrain.refusal.offtopic``; None: no refusal by topic) and the hand-over rule
-    (``ragbrain.critic.handover``; None: hand over every kept chunk) into ``critic_filter``;
-    ``general``: a question's distance to the bank's general questions, for the cut across
+def make_critic_filter(settings: Callable[[], StoreSettings]) -> Node:
+    """The ``critic_filter`` node, reading from the store's settings (``settings()``, as of
+    the run; ``ragbrain.settings``) the bound critic (None: keep every hit, saying why), the
+    off-topic cut (None: no refusal by topic), the hand-over rule (None: hand over every kept
+    chunk) and a question's distance to the bank's general questions, for the cut across
     scripts (``ragbrain.refusal.offtopic.general_distance``)."""
 
     def critic_filter(state: RetrievalState, runtime: Runtime[RetrievalContext]) -> dict[str, Any]:
         hits, context = state["hits"], context_of(runtime)
+        critic, off_reason, offtopic, handover, general = settings().for_critic_filter()
         compound = context.split_compound and any("part_distances" in hit for hit in hits)
         parts = split_compound(state["query"]) if compound else []
         judged: list[float] | None = None  # the critic's scores, for the strict level
         handed: tuple[list[str], list[float]] | None = None  # each chunk's note and score
         if critic is None:
             status = f"off: {off_reason}"
-            shown = hits[: state["depth"]]
-            near = nearest_parts(parts, shown) if parts else [None] * len(shown)
-            documents = [
-                _document(hit, None, state, status, part)
-                for hit, part in zip(shown, near, strict=True)
-            ]
-            answerable, reason = abstention(hits, None, len(documents), None)
-            note = f"critic {status}; kept all {len(documents)}"
-            if len(hits) > len(documents):
-                note += f" of the first {state['depth']} (the depth) of {len(hits)} candidates"
+            documents, answerable, reason, note = _without_critic(state, status, parts)
         else:
             threshold = context.critic_threshold
             if threshold is None:
@@ -364,6 +333,24 @@ def make_critic_filter(
         }
 
     return critic_filter
+
+
+def _without_critic(
+    state: RetrievalState, status: str, parts: Sequence[str]
+) -> tuple[list[Document], bool, str | None, str]:
+    """``critic_filter`` with the critic off: the first ``depth`` hits, each named for the
+    part of a compound question it is nearest to; whether the notes answer and the note."""
+    hits = state["hits"]
+    shown = hits[: state["depth"]]
+    near = nearest_parts(parts, shown) if parts else [None] * len(shown)
+    documents = [
+        _document(hit, None, state, status, part) for hit, part in zip(shown, near, strict=True)
+    ]
+    answerable, reason = abstention(hits, None, len(documents), None)
+    note = f"critic {status}; kept all {len(documents)}"
+    if len(hits) > len(documents):
+        note += f" of the first {state['depth']} (the depth) of {len(hits)} candidates"
+    return documents, answerable, reason, note
 
 
 def _scores(

@@ -8,11 +8,15 @@ from langgraph.runtime import Runtime
 
 from ragbrain.context import RetrievalContext, context_of
 from ragbrain.nodes import Node
+from ragbrain.nodes.search import fusion_knobs
 from ragbrain.query.filters import Filters
 from ragbrain.state import RetrievalState
 from ragbrain.store.search import Hit
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ragbrain.settings import StoreSettings
     from ragbrain.store.lexical import LexicalSearcher
     from ragbrain.store.search import SearchableStore
 
@@ -38,8 +42,13 @@ def can_widen(types: list[str] | None, search_mode: str, lexical: object | None)
     return bool(types) or (lexical is not None and search_mode != "hybrid")
 
 
-def make_fallback_search(store: SearchableStore, lexical: LexicalSearcher | None = None) -> Node:
-    """Bind the store (and the lexical index, for the lexical rescue) into ``fallback_search``.
+def make_fallback_search(
+    store: SearchableStore,
+    lexical: LexicalSearcher | None = None,
+    settings: Callable[[], StoreSettings] | None = None,
+) -> Node:
+    """Bind the store (and the lexical index, for the lexical rescue, and the store's settings,
+    as ``make_vector_search`` reads them) into ``fallback_search``.
 
     The rungs: without the type filter (when there was one), and, with a lexical index, a
     BM25 rescue across every type (in hybrid mode the type-free search already includes it).
@@ -71,7 +80,6 @@ def make_fallback_search(store: SearchableStore, lexical: LexicalSearcher | None
         else:
             from ragbrain.hybrid import (
                 CANDIDATES,
-                dense_trusted,
                 fuse_hits,
                 hybrid_fusion,
             )
@@ -80,7 +88,7 @@ def make_fallback_search(store: SearchableStore, lexical: LexicalSearcher | None
                 # The type-free hybrid search already holds the lexical rung: merge it with
                 # the first search by distance, as the dense fallback does, so a rescued chunk
                 # is not outranked by the filtered hits the gate just judged poor.
-                trust = dense_trusted(store, query, context.dense_languages)
+                trust, power = fusion_knobs(settings() if settings else None, context, query)
                 wide = hybrid_fusion(
                     store,
                     lexical.index,
@@ -89,6 +97,7 @@ def make_fallback_search(store: SearchableStore, lexical: LexicalSearcher | None
                     trust_dense=trust,
                     filters=filters,
                     dense_share=context.dense_share,
+                    power=power,
                 )
                 merged = merge_hits(state["hits"], rescued(wide.hits), wanted)
                 coverage = wide.weights.bm25_best

@@ -2,12 +2,12 @@
 
 The gate is pure: it reads the hits and the run's context. What it needs from the store (the
 threshold calibrated for it or shipped for its model, and whether a lexical index exists) is
-resolved once when the graph is built (``GateSetting``), not looked up per run.
+the store's settings (``ragbrain.settings``), read as ``GateSetting``, not looked up per run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -25,7 +25,8 @@ class GateSetting:
     """What the gate knows of the store it judges, fixed when the graph is built.
 
     Attributes:
-        threshold: The store's gate threshold when the context sets none (``gates.store_gate``).
+        threshold: The store's gate threshold when the context sets none
+            (``StoreSettings.gate``).
         origin: Where that threshold comes from, for the trace.
         lexical: Whether the graph has a lexical index (a dense run can then be rescued by BM25).
     """
@@ -76,12 +77,13 @@ def gate_verdict(
     }
 
 
-def make_assess_quality(setting: GateSetting) -> Node:
-    """The ``assess_quality`` node with the store's gate setting bound."""
+def make_assess_quality(setting: Callable[[], GateSetting]) -> Node:
+    """The ``assess_quality`` node reading the store's gate setting (``setting()``, as of the
+    run: it follows the store's settings)."""
 
     def assess_quality(state: RetrievalState, runtime: Runtime[RetrievalContext]) -> dict[str, Any]:
         decided = gate_verdict(
-            state["hits"], state.get("type_filter"), context_of(runtime), setting
+            state["hits"], state.get("type_filter"), context_of(runtime), setting()
         )
         note = decided.pop("note")
         return {**decided, "notes": [note]}

@@ -17,13 +17,23 @@ from ragbrain.state import RetrievalState
 from ragbrain.store.search import Hit
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ragbrain.hybrid import Fused
+    from ragbrain.settings import StoreSettings
     from ragbrain.store.lexical import LexicalSearcher
     from ragbrain.store.search import SearchableStore
 
 
-def make_vector_search(store: SearchableStore, lexical: LexicalSearcher | None = None) -> Node:
-    """Bind the store (and the lexical index, for hybrid search) into the ``vector_search`` node.
+def make_vector_search(
+    store: SearchableStore,
+    lexical: LexicalSearcher | None = None,
+    settings: Callable[[], StoreSettings] | None = None,
+) -> Node:
+    """Bind the store (and the lexical index, for hybrid search, and the store's settings:
+    the fusion's BM25 power and the languages the dense side reads; None: 1, and every
+    language) into the ``vector_search`` node. The output's ``store_settings`` holds them
+    (``StoreSettings.summary``), for the trace and Studio.
 
     It fetches the ``candidates`` that ``choose_depth`` decided (at least the depth). In
     ``hybrid`` mode the search fuses
@@ -46,11 +56,8 @@ def make_vector_search(store: SearchableStore, lexical: LexicalSearcher | None =
         fusions: list[Fused] = []  # each hybrid search's result (a compound question's parts)
         nearest: list[float] = []  # each search's best dense distance: refusal's evidence
         hybrid = context.search_mode == "hybrid" and lexical is not None
-        trust = True
-        if hybrid:
-            from ragbrain.hybrid import dense_trusted
-
-            trust = dense_trusted(store, query, context.dense_languages)
+        decided = settings() if settings is not None else None
+        trust, power = fusion_knobs(decided, context, query) if hybrid else (True, 1.0)
 
         def search(text: str, k: int) -> list[Hit]:
             if hybrid and lexical is not None:
@@ -65,6 +72,7 @@ def make_vector_search(store: SearchableStore, lexical: LexicalSearcher | None =
                     trust_dense=trust,
                     filters=filters,
                     dense_share=context.dense_share,
+                    power=power,
                 )
                 fusions.append(fused)
                 if fused.nearest is not None:
@@ -104,7 +112,9 @@ def make_vector_search(store: SearchableStore, lexical: LexicalSearcher | None =
                 notes.append(f"type filter: {unknown_types_message(unknown, known)}")
         # The best-covered search (a compound question's parts each have their own).
         coverage = max((f.weights.bm25_best for f in fusions), default=None) if hybrid else None
+        shown = {"store_settings": decided.summary()} if decided is not None else {}
         return {
+            **shown,
             "hits": hits,
             "bm25_coverage": coverage,
             "nearest_distance": min(nearest, default=None),
@@ -117,6 +127,20 @@ def make_vector_search(store: SearchableStore, lexical: LexicalSearcher | None =
         }
 
     return vector_search
+
+
+def fusion_knobs(
+    settings: StoreSettings | None, context: RetrievalContext, query: str
+) -> tuple[bool, float]:
+    """Whether the dense ranking of ``query`` counts in the fusion (the run's
+    ``dense_languages``, else the languages the store's model reads) and the power of BM25's
+    share (the store's); without settings, every language and 1."""
+    from ragbrain.hybrid import dense_trusted
+
+    languages = context.dense_languages
+    if languages is None and settings is not None:
+        languages = settings.reads
+    return dense_trusted(query, languages), settings.bm25_power if settings else 1.0
 
 
 def _hybrid_note(fused: Fused, scope: str, count: int, trust: bool) -> str:

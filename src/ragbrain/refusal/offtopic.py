@@ -273,17 +273,15 @@ def bank(english_only: bool = False) -> tuple[str, ...]:
     return tuple(r["text"] for r in rows if not english_only or r["lang"] == "en")
 
 
-def query_vectors(embeddings: Embeddings, texts: Sequence[str]) -> np.ndarray:
+def query_vectors(embeddings: Embeddings, texts: Sequence[str], model: str) -> np.ndarray:
     """The query embeddings of ``texts``: shipped in the package for the shipped models
     (``refusal.shipped``, checked against the first question embedded now), else cached under
     ``cache_root()/refusal/bank-<digest>.npy`` per model (the digest of its name, variant and
     dimension and the texts): the bank is embedded once per model, not per store or ingest."""
     import numpy as np
 
-    from ragbrain.models.embeddings import model_name_of
     from ragbrain.refusal.shipped import shipped_vectors
 
-    model = model_name_of(embeddings)
     variant = str(getattr(embeddings, "variant", ""))
     probe = embeddings.embed_query(texts[0])
     shipped = shipped_vectors(embeddings, model, variant, texts, probe)
@@ -391,9 +389,7 @@ def calibrate(
         The calibrated cut; the shipped cut for the store's model when the store holds fewer
         than ``MIN_CHUNKS`` chunks (None for a model without one).
     """
-    from ragbrain.models.embeddings import model_name_of
-
-    model = model_name_of(store.embeddings)
+    model = store.model
     explicit = level
     level = levels(model)[0] if level is None else level
     strict_scale = levels(model)[1] if strict_scale is None else strict_scale
@@ -404,7 +400,7 @@ def calibrate(
     if count < MIN_CHUNKS:
         return _small_store_cut(store, model, count)
     questions = bank(english_only=english)
-    vectors = query_vectors(store.embeddings, questions)
+    vectors = query_vectors(store.embeddings, questions, model)
     sample = store.call(
         "Reading chunks for their scripts",
         lambda: store.collection.get(
@@ -581,11 +577,10 @@ def store_cut(store: Store, *, save: bool = True) -> OffTopicCut | None:
         The cut; None for a store too small to calibrate whose model has no shipped cut.
     """
     from ragbrain.errors import RagbrainError
-    from ragbrain.models.embeddings import model_name_of
 
     record = store.offtopic_record()
     cut = OffTopicCut.from_json(record) if record else None
-    model = model_name_of(store.embeddings)
+    model = store.model
     if cut is not None and cut.model == model and cut.rules == shipped_rules(model):
         count = store.count()
         if abs(count - cut.chunks) <= STALE_CHANGE * max(cut.chunks, MIN_CHUNKS):
@@ -694,7 +689,7 @@ def general_distance(store: Store) -> Callable[[str], float]:
     vectors cached per model, the question's from the store's query cache)."""
     import numpy as np
 
-    vectors = np.asarray(query_vectors(store.embeddings, bank()), dtype=np.float32)
+    vectors = np.asarray(query_vectors(store.embeddings, bank(), store.model), dtype=np.float32)
     vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
 
     def distance(query: str) -> float:

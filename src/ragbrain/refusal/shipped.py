@@ -89,12 +89,12 @@ def shipped_vectors(
     return vectors[[i for i in wanted if i is not None]]
 
 
-def write(embeddings: Embeddings, texts: Sequence[str], folder: Path = FOLDER) -> Path:
-    """Embed ``texts`` with ``embeddings`` as ``offtopic.query_vectors`` does and write the
-    file that ``shipped_vectors`` reads (float16 vectors keyed by their texts, the first
-    question and its vector as ``embed_query`` makes it, the probe); atomically."""
+def write(embeddings: Embeddings, model: str, texts: Sequence[str], folder: Path = FOLDER) -> Path:
+    """Embed ``texts`` with ``embeddings`` (the model stores record as ``model``) as
+    ``offtopic.query_vectors`` does and write the file that ``shipped_vectors`` reads
+    (float16 vectors keyed by their texts, the first question and its vector as
+    ``embed_query`` makes it, the probe); atomically."""
     from ragbrain.models.batch import embed_queries
-    from ragbrain.models.embeddings import model_name_of
 
     probe = np.asarray(embeddings.embed_query(texts[0]), dtype=np.float32)
     vectors = np.asarray(embed_queries(embeddings, texts), dtype=np.float16)
@@ -106,6 +106,6 @@ def write(embeddings: Embeddings, texts: Sequence[str], folder: Path = FOLDER) -
         probe_text=np.array(texts[0]),
         probe=probe.astype(np.float16),
     )
-    path = folder / file_name(model_name_of(embeddings), str(getattr(embeddings, "variant", "")))
+    path = folder / file_name(model, str(getattr(embeddings, "variant", "")))
     write_bytes(path, buffer.getvalue())
     return path

@@ -251,7 +251,7 @@ class Store:
         """After another process's write: if it re-embedded the store with another model,
         switch to that model (``follows_model``), else refuse to search from now on."""
         recorded = (collection.metadata or {}).get(MODEL_KEY)
-        current = model_name_of(self.embeddings)
+        current = self.model
         if recorded == self._recorded_model:
             return  # as when opened (a caller's model of the same dimension is its choice)
         self._recorded_model = recorded
@@ -828,10 +828,17 @@ class Store:
     # --- the store's records (collection metadata) ---
 
     @property
+    def model(self) -> str:
+        """The name of the model that embeds this store's queries, as a store records it
+        (``ragbrain.models.embeddings.model_name_of``); its settings follow from it
+        (``ragbrain.settings``)."""
+        return model_name_of(self.embeddings)
+
+    @property
     def embedding_model(self) -> str | None:
         """The embedding model behind this store's distances: the one queries are embedded
         with, unless the store records another (then None: the distances mix two models)."""
-        model = model_name_of(self.embeddings)
+        model = self.model
         recorded = (self.collection.metadata or {}).get(MODEL_KEY)
         return model if recorded in (None, model) else None
 

@@ -16,7 +16,6 @@ from ragbrain.context import DEFAULT_GATE_THRESHOLD
 from ragbrain.gates import SHIPPED_GATES
 from ragbrain.lexical.index import LexicalIndex, LexicalIndexError, columns_of
 from ragbrain.lexical.tokens import tokenize
-from ragbrain.models.embeddings import model_name_of
 from ragbrain.store.lexical import index_path
 from ragbrain.store.wrapped import WrappedStore
 from ragbrain.vectorstores.gate import self_calibrate
@@ -85,7 +84,7 @@ def store_gate_note(store: WrappedStore, calibrate: bool) -> str:
     one calibrated on this store before (kept beside it), or, with ``calibrate``, one
     calibrated now on ``CALIBRATION_CHUNKS`` of its chunks (``gate.self_calibrate``); else
     the default. Returns the trace's line."""
-    model = model_name_of(store.embeddings)
+    model = store.model
     if model in SHIPPED_GATES:
         return f"store: gate {SHIPPED_GATES[model].threshold:.3f}, shipped for {model}"
     kept = store.gate_threshold()

@@ -60,7 +60,7 @@ def run_train(
     from ragbrain.critic.training.sources import from_beir
     from ragbrain.critic.training.sources import from_corpus as pseudo
     from ragbrain.critic.training.train import train_critic
-    from ragbrain.models.embeddings import default_embeddings, model_name_of
+    from ragbrain.models.embeddings import DEFAULT_EMBEDDING_MODEL, default_embeddings
 
     if bool(data) == (from_corpus is not None):
         raise InvalidInputError("Pass one or more --data folders, or --from-corpus, not both.")
@@ -101,7 +101,7 @@ def run_train(
             sources=found.sources,
             progress=stage,
             dev_seen=found.dev_seen,
-            embedding_model=model_name_of(embeddings),
+            embedding_model=DEFAULT_EMBEDDING_MODEL,
         )
     _report(out_dir, calibration)
 
@@ -149,7 +149,7 @@ def run_calibrate(
     from ragbrain.critic.training.recalibrate import check_destination, recalibrate
     from ragbrain.critic.training.recipe import Recipe
     from ragbrain.critic.training.sources import data_folder, retrieved_lists, scenario_lists
-    from ragbrain.models.embeddings import default_embeddings, model_name_of
+    from ragbrain.models.embeddings import DEFAULT_EMBEDDING_MODEL, default_embeddings
 
     if not data:
         raise InvalidInputError("Pass one or more --data folders with labelled queries.")
@@ -173,7 +173,7 @@ def run_calibrate(
             out_dir,
             recipe,
             sources=sources,
-            embedding_model=model_name_of(embeddings),
+            embedding_model=DEFAULT_EMBEDDING_MODEL,
             progress=stage,
             scenario=missing,
         )

@@ -56,14 +56,16 @@ def retriever_candidates(store: Store, mode: str) -> Candidates:
     dense fused, with the language rule) or ``dense``."""
     if mode == "dense":
         return store.search
-    from ragbrain.hybrid import dense_trusted, hybrid_search
+    from ragbrain.hybrid import bm25_power, dense_trusted, hybrid_search
+    from ragbrain.models.embeddings import model_reads
     from ragbrain.store.lexical import LexicalSearcher
 
     index = LexicalSearcher(store).index
+    reads, power = model_reads(store.model), bm25_power(store.model)
 
     def hybrid(query: str, k: int) -> list[Hit]:
-        trust = dense_trusted(store, query, None)
-        return hybrid_search(store, index, query, k, trust_dense=trust)[0]
+        trust = dense_trusted(query, reads)
+        return hybrid_search(store, index, query, k, trust_dense=trust, power=power)[0]
 
     return hybrid
 

@@ -197,11 +197,12 @@ def as_retrieved(
         dense_trusted,
         fuse_scores,
     )
-    from ragbrain.models.embeddings import model_name_of
+    from ragbrain.models.embeddings import model_reads
     from ragbrain.store.lexical import sync_lexical
 
     index = sync_lexical(store)
-    power = bm25_power(model_name_of(store.embeddings))
+    power = bm25_power(store.model)
+    reads = model_reads(store.model)
     depth = max(k, CANDIDATES)
     nearest = _nearest(store, [item.query for item in items], depth, exclude_docs)
     out: list[QueryCandidates] = []
@@ -212,7 +213,7 @@ def as_retrieved(
             for hit in index.search(item.query, depth + len(exclude_docs))
             if hit.id not in exclude_docs
         ][:depth]
-        share = DENSE_SHARE if dense_trusted(store, item.query, None) else 0.0
+        share = DENSE_SHARE if dense_trusted(item.query, reads) else 0.0
         mass = index.query_mass(item.query)
         order = fuse_scores(list(row), lexical, mass, share, power)[:k]
         found = {hit["id"]: hit for hit in store.hits_by_id(item.query, order)}
