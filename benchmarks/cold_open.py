@@ -187,7 +187,7 @@ def check_cost(data: Path, docs: int, runs: int) -> dict[str, float]:
     """The model check's cost at open, per model: inspection with it less without it (ms)."""
     from langchain_chroma import Chroma
 
-    from ragbrain.models.embeddings import default_embeddings
+    from ragbrain.models.embeddings import default_embeddings, model_name_of
     from ragbrain.store.wrapped import inspect_collection
 
     work = Path(tempfile.mkdtemp(prefix="ragbrain-check-cost-"))
@@ -206,6 +206,7 @@ def check_cost(data: Path, docs: int, runs: int) -> dict[str, float]:
                     inspect_collection(
                         collection._collection,
                         embeddings,
+                        model=model_name_of(embeddings),
                         type_key="type",
                         source_key="source",
                         check_model=check,
@@ -225,8 +226,8 @@ def gate_cost(data: Path, docs: int) -> dict[str, Any]:
     from langchain_chroma import Chroma
     from langchain_huggingface import HuggingFaceEmbeddings
 
-    from ragbrain.models.embeddings import minilm_path, set_offline
-    from ragbrain.store.wrapped import wrap_chroma
+    from ragbrain.models.embeddings import minilm_path, model_name_of, set_offline
+    from ragbrain.store.wrapped import ModelNames, wrap_chroma
     from ragbrain.vectorstores.gate import self_calibrate
     from ragbrain.vectorstores.wrap import CALIBRATION_CHUNKS
 
@@ -239,7 +240,9 @@ def gate_cost(data: Path, docs: int) -> dict[str, Any]:
             model_name=str(work / "app-minilm"), encode_kwargs={"normalize_embeddings": True}
         )
         build(data, docs, work / "chroma", embeddings)
-        store, _ = wrap_chroma(Chroma("app", embeddings, persist_directory=str(work / "chroma")))
+        vectorstore = Chroma("app", embeddings, persist_directory=str(work / "chroma"))
+        names = ModelNames(own=model_name_of(embeddings))
+        store, _ = wrap_chroma(vectorstore, names=names)
         started = time.perf_counter()
         found = self_calibrate(store, CALIBRATION_CHUNKS)
         seconds = time.perf_counter() - started

@@ -73,5 +73,5 @@ def test_a_questions_script_is_that_of_its_first_part() -> None:
     thai = OffTopicCut(0.5, 0.4, "test cut", "m", {"thai": 1.0}, by_script={"thai": 0.2})
     assert limit_for(question, thai) == (0.5, False)  # read as a Latin question
     assert limit_for(question[READ_QUERY_CHARS:], thai) == (0.2, False)
-    assert dense_trusted(None, question, ["en"])  # type: ignore[arg-type]
-    assert not dense_trusted(None, question[READ_QUERY_CHARS:], ["en"])  # type: ignore[arg-type]
+    assert dense_trusted(question, ["en"])
+    assert not dense_trusted(question[READ_QUERY_CHARS:], ["en"])
