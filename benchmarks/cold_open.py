@@ -13,6 +13,10 @@ less than the wall time); the child reports its own open and first-query times.
 
     python -m benchmarks.cold_open --data ../shared/data/scifact --docs 580 --runs 3
 
+``--baseline-rev REV`` times ``from_vectorstore`` in the ``src/`` of a git revision as well
+(unpacked with ``git archive``), empty cache and cache kept, in the same turns on the same
+store: this tree against it side by side. ``--store DIR`` keeps the app's store in ``DIR``
+(built there the first time) instead of building it in a scratch folder on every call.
 ``--check-cost`` times the model check alone instead: the collection's inspection with and
 without it (``ragbrain.store.wrapped.inspect_collection``), in this process, for the app's
 ``HuggingFaceEmbeddings`` and ragbrain's own all-MiniLM-L6-v2, median of ``--runs``.
@@ -40,6 +44,7 @@ from typing import Any
 from benchmarks.common import save, say
 
 NAME = "cold_open"
+ROOT = Path(__file__).resolve().parent.parent
 QUESTION = "Does vitamin D supplementation lower the risk of fractures?"
 
 
@@ -108,8 +113,14 @@ def child(side: str, folder: Path) -> dict[str, Any]:
     }
 
 
-def run_child(side: str, folder: Path, cache: Path) -> dict[str, Any]:
-    env = {**os.environ, "RAGBRAIN_CACHE": str(cache), "OMP_NUM_THREADS": "1"}
+def run_child(side: str, folder: Path, cache: Path, src: Path = ROOT / "src") -> dict[str, Any]:
+    """One fresh process pinned to core 0, importing ragbrain from ``src``."""
+    env = {
+        **os.environ,
+        "RAGBRAIN_CACHE": str(cache),
+        "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": os.pathsep.join([str(src), str(ROOT)]),
+    }
     command = ["taskset", "-c", "0", sys.executable, "-m", "benchmarks.cold_open"]
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
@@ -126,18 +137,32 @@ def run_child(side: str, folder: Path, cache: Path) -> dict[str, Any]:
     return {"process_s": wall, "cpu_s": cpu, **json.loads(done.stdout.strip().splitlines()[-1])}
 
 
-def measure(data: Path, docs: int, runs: int) -> dict[str, Any]:
+def measure(
+    data: Path, docs: int, runs: int, baseline: str | None = None, store: Path | None = None
+) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="ragbrain-cold-open-"))
+    chroma = store or work / "chroma"
     try:
-        say(f"building the app's store of {docs} abstracts")
-        build(data, docs, work / "chroma")
-        sides: dict[str, list[dict[str, Any]]] = {"as_retriever": [], "cold": [], "warm": []}
+        if not (chroma / "chroma.sqlite3").is_file():
+            say(f"building the app's store of {docs} abstracts")
+            build(data, docs, chroma)
+        trees = {"": ROOT / "src"}
+        sha = None
+        if baseline is not None:
+            from benchmarks.latency import baseline_tree
+
+            trees["baseline "], sha = baseline_tree(baseline, work / "baseline")
+        names = ["as_retriever", *(f"{tree}{side}" for tree in trees for side in ("cold", "warm"))]
+        sides: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
         for turn in range(runs):
             say(f"run {turn + 1}/{runs}")
-            cache = work / f"cache-{turn}"  # empty: the cold open
-            sides["as_retriever"].append(run_child("as_retriever", work / "chroma", cache))
-            sides["cold"].append(run_child("ragbrain", work / "chroma", cache))
-            sides["warm"].append(run_child("ragbrain", work / "chroma", cache))
+            sides["as_retriever"].append(run_child("as_retriever", chroma, work / "unused"))
+            order = list(trees) if turn % 2 == 0 else list(reversed(trees))
+            for tree in order:
+                cache = work / f"cache-{tree.strip() or 'this'}-{turn}"  # empty: the cold open
+                for side in ("cold", "warm"):
+                    found = run_child("ragbrain", chroma, cache, trees[tree])
+                    sides[f"{tree}{side}"].append(found)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     medians = {
@@ -148,6 +173,7 @@ def measure(data: Path, docs: int, runs: int) -> dict[str, Any]:
     return {
         "docs": docs,
         "runs": runs,
+        "baseline_rev": sha,
         "medians": medians,
         "cold_ratio": medians["cold"]["process_s"] / base,
         "warm_ratio": medians["warm"]["process_s"] / base,
@@ -161,7 +187,7 @@ def check_cost(data: Path, docs: int, runs: int) -> dict[str, float]:
     """The model check's cost at open, per model: inspection with it less without it (ms)."""
     from langchain_chroma import Chroma
 
-    from ragbrain.models.embeddings import default_embeddings
+    from ragbrain.models.embeddings import default_embeddings, model_name_of
     from ragbrain.store.wrapped import inspect_collection
 
     work = Path(tempfile.mkdtemp(prefix="ragbrain-check-cost-"))
@@ -180,6 +206,7 @@ def check_cost(data: Path, docs: int, runs: int) -> dict[str, float]:
                     inspect_collection(
                         collection._collection,
                         embeddings,
+                        model=model_name_of(embeddings),
                         type_key="type",
                         source_key="source",
                         check_model=check,
@@ -199,8 +226,8 @@ def gate_cost(data: Path, docs: int) -> dict[str, Any]:
     from langchain_chroma import Chroma
     from langchain_huggingface import HuggingFaceEmbeddings
 
-    from ragbrain.models.embeddings import minilm_path, set_offline
-    from ragbrain.store.wrapped import wrap_chroma
+    from ragbrain.models.embeddings import minilm_path, model_name_of, set_offline
+    from ragbrain.store.wrapped import ModelNames, wrap_chroma
     from ragbrain.vectorstores.gate import self_calibrate
     from ragbrain.vectorstores.wrap import CALIBRATION_CHUNKS
 
@@ -213,7 +240,9 @@ def gate_cost(data: Path, docs: int) -> dict[str, Any]:
             model_name=str(work / "app-minilm"), encode_kwargs={"normalize_embeddings": True}
         )
         build(data, docs, work / "chroma", embeddings)
-        store, _ = wrap_chroma(Chroma("app", embeddings, persist_directory=str(work / "chroma")))
+        vectorstore = Chroma("app", embeddings, persist_directory=str(work / "chroma"))
+        names = ModelNames(own=model_name_of(embeddings))
+        store, _ = wrap_chroma(vectorstore, names=names)
         started = time.perf_counter()
         found = self_calibrate(store, CALIBRATION_CHUNKS)
         seconds = time.perf_counter() - started
@@ -264,19 +293,27 @@ def warm_latency(data: Path, docs: int, questions: int) -> dict[str, Any]:
 
 def markdown(result: dict[str, Any]) -> str:
     m = result["medians"]
+    rev = result.get("baseline_rev")
     lines = [
         f"# Cold open: {result['docs']} SciFact abstracts, one core, median of "
         f"{result['runs']} fresh processes",
         "",
+        *([f"Baseline: `{rev[:10]}` (its `src/`), in the same turns.", ""] if rev else []),
         "| process | wall (s) | model + store (s) | open (s) | first query (s) | ratio "
         "| CPU (s) | CPU ratio |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for side, label in (
+    rows = [
         ("as_retriever", "`vectorstore.as_retriever(k=4)`"),
         ("cold", "`from_vectorstore(vectorstore)`, empty cache"),
         ("warm", "`from_vectorstore(vectorstore)`, cache kept"),
-    ):
+    ]
+    if rev:
+        rows += [
+            ("baseline cold", "the same in the baseline, empty cache"),
+            ("baseline warm", "the same in the baseline, cache kept"),
+        ]
+    for side, label in rows:
         ratio = m[side]["process_s"] / m["as_retriever"]["process_s"]
         cpu_ratio = m[side]["cpu_s"] / m["as_retriever"]["cpu_s"]
         lines.append(
@@ -306,6 +343,8 @@ def main() -> None:
     parser.add_argument("--check-cost", action="store_true")
     parser.add_argument("--gate-cost", action="store_true")
     parser.add_argument("--warm", type=int, metavar="QUESTIONS", help="Warm latency instead.")
+    parser.add_argument("--baseline-rev", help="Time from_vectorstore in this revision too.")
+    parser.add_argument("--store", type=Path, help="Keep the app's store here (built once).")
     parser.add_argument("--child", choices=("as_retriever", "ragbrain"))
     parser.add_argument("--folder", type=Path)
     args = parser.parse_args()
@@ -323,7 +362,7 @@ def main() -> None:
     if args.check_cost:
         print(json.dumps(check_cost(args.data, args.docs, args.runs)))
         return
-    result = measure(args.data, args.docs, args.runs)
+    result = measure(args.data, args.docs, args.runs, args.baseline_rev, args.store)
     save(NAME, result, markdown(result))
     print(markdown(result))
 

@@ -366,7 +366,6 @@ import ragbrain.cli; mark("import ragbrain.cli")
 from ragbrain.retriever import CorrectiveRetriever; mark("import the retriever")
 try:
     from ragbrain.models.embeddings import default_embeddings
-from ragbrain.query.inputs import MAX_QUERY_CHARS
 except ImportError:  # a baseline tree from before the models/ package
     from ragbrain.embeddings import default_embeddings
 embeddings = default_embeddings(); embeddings.embed_query("x"); mark("embedding model")

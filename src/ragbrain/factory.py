@@ -213,15 +213,22 @@ def open_vectorstore(
         WrongTypeError, StoreNotFoundError, StoreMismatchError, WrongModelError,
         CriticLoadError.
     """
+    from ragbrain.settings import resolve_model
     from ragbrain.store.lexical import LexicalSearcher
-    from ragbrain.store.wrapped import wrap_chroma
+    from ragbrain.store.wrapped import ModelNames, wrap_chroma
     from ragbrain.vectorstores.wrap import first_index, store_gate_note
 
     check_critic_choice(options.critic, "critic")
     check_one_of(options.on_critic_error, ON_CRITIC_ERROR, "on_critic_error", "critic")
+    own = getattr(vectorstore, "embeddings", None)
+    names = ModelNames(
+        given=None if options.embeddings is None else resolve_model(options.embeddings).name,
+        own=None if own is None else resolve_model(own).name,
+    )
     store, inspection = wrap_chroma(
         vectorstore,
         options.embeddings,
+        names=names,
         type_key=type_key,
         source_key=source_key,
         policy=options.policy,

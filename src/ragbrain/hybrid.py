@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from ragbrain.errors import InvalidInputError
 from ragbrain.lexical.tokens import Language, script_counts
+from ragbrain.query.inputs import read_part
 from ragbrain.store.search import Hit
 
 if TYPE_CHECKING:
@@ -120,7 +121,7 @@ def dense_trusted(query: str, languages: Sequence[str] | None) -> bool:
     """
     if languages is None:
         return True
-    counts = script_counts(query)
+    counts = script_counts(read_part(query))
     main: Language = counts.most_common(1)[0][0] if counts else "none"
     present = {main, *(script for script in ALWAYS_COUNTED if counts[script])}
     return all(script in languages for script in present)

@@ -178,7 +178,7 @@ def test_a_wrapped_persistent_collection_follows_another_writer(
     from langchain_chroma import Chroma
 
     from ragbrain.store.processes import fresh_client
-    from ragbrain.store.wrapped import wrap_chroma
+    from ragbrain.store.wrapped import ModelNames, wrap_chroma
 
     monkeypatch.setenv("RAGBRAIN_CACHE", str(tmp_path / "cache"))
     embeddings = BagOfWordsEmbeddings()
@@ -190,7 +190,9 @@ def test_a_wrapped_persistent_collection_follows_another_writer(
         collection_metadata={"hnsw:space": "cosine"},
     )
     mine.add_texts(["redis cache stampede"], ids=["a"])
-    store, _ = wrap_chroma(mine, embeddings)
+    store, _ = wrap_chroma(
+        mine, embeddings, names=ModelNames(model_name_of(embeddings), model_name_of(embeddings))
+    )
     assert nearest(store, "redis cache stampede") == ["a"]
     # Another process writes to the caller's folder with its own client.
     other = fresh_client(tmp_path / "db").get_collection("notes")

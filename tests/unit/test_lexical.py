@@ -68,6 +68,24 @@ def test_texts_without_terms_give_no_tokens(text: str) -> None:
     assert tokenize(text) == []
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The nightly backup failed: see docs/db/skip_locked.md and pg_stat_activity.query",
+        "Run `ruff check --fix` on src/ (p<0.05, e.g. T-cell COVID-19 v1.2.3) x86_64 A/B",
+        "a-b- -c_d_ http://example.com/a/b.c?q=1 " + "word-" * 20 + "end",
+        "",
+    ],
+    ids=["names", "flags", "joiners", "empty"],
+)
+def test_the_ascii_and_word_only_paths_give_the_general_paths_terms(text: str) -> None:
+    # A Cyrillic word sends a text down the words-only path, an Arabic one down the general
+    # loop over script runs; their own term comes first, then the same terms as ASCII alone.
+    assert tokenize(f"{text} мир") == ["мир", *tokenize(text)]
+    arabic = tokenize("مرحبا")
+    assert tokenize(f"{text} مرحبا") == [*arabic, *tokenize(text)]
+
+
 def test_other_scripts_are_kept_whole() -> None:
     assert tokenize("Привет мир") == ["привет", "мир"]
     assert tokenize("ＡＢＣ１２３") == ["abc123"]  # full-width folded by NFKC

@@ -93,8 +93,15 @@ def notes(n: int) -> list[str]:
         ("为什么备份失败", "cjk"),
         ("لماذا فشل النسخ الاحتياطي", "arabic"),
         ("12345 ?!", "none"),
+        ("ab 한국", "latin"),
+        ("한국 ab", "hangul"),
+        ("Power BI ของรายงานนี้", "thai"),
+        ("été 東京", "latin"),
     ],
-    ids=["english", "identifier", "file-name", "thai", "japanese", "chinese", "arabic", "none"],
+    ids=[
+        *("english", "identifier", "file-name", "thai", "japanese", "chinese", "arabic", "none"),
+        *("tie-latin-first", "tie-hangul-first", "most-letters", "accented-latin"),
+    ],
 )
 def test_script_of_names_the_script_most_letters_use(text: str, script: str) -> None:
     assert script_of(text) == script

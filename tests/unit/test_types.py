@@ -130,7 +130,8 @@ def test_the_cli_warns_on_stderr_and_exits_0(
     # The CLI reads a store with the model the store records: here the fake one.
     # By the module itself: ``ragbrain.store.connect`` names the function ``connect`` too.
     connect_module = importlib.import_module("ragbrain.store.connect")
-    monkeypatch.setattr(connect_module, "_recorded_embeddings", lambda *_: BagOfWordsEmbeddings())
+    fake = BagOfWordsEmbeddings()
+    monkeypatch.setattr(connect_module, "_recorded_embeddings", lambda *_: (fake, fake.model_name))
     store = mixed_store.location
     runner = CliRunner()
     with warnings.catch_warnings(record=True) as raised:

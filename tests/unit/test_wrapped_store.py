@@ -28,9 +28,10 @@ from ragbrain.errors import (
     WrongTypeError,
 )
 from ragbrain.lexical.index import LexicalIndex, fingerprint
+from ragbrain.models.embeddings import model_name_of
 from ragbrain.store import search
 from ragbrain.store.lexical import LexicalSearcher, index_path
-from ragbrain.store.wrapped import wrap_chroma
+from ragbrain.store.wrapped import ModelNames, wrap_chroma
 from ragbrain.vectorstores.wrap import first_index
 from tests.support.fakes import NOTES, BagOfWordsEmbeddings, OverlapCritic
 
@@ -139,7 +140,7 @@ def test_search_matches_a_brute_force_cosine_reference(
     client: chromadb.ClientAPI, embeddings: Embeddings, space: str | None
 ) -> None:
     vectorstore = chroma(client, many_docs(40) + note_docs(), embeddings, space)
-    store, _ = wrap_chroma(vectorstore)
+    store, _ = wrap_chroma(vectorstore, names=ModelNames(own=model_name_of(embeddings)))
     for query in ("nightly backup credentials", "redis cache", "helm rollback worker"):
         hits = store.search(query, 5)
         reference = brute_force(vectorstore, query, 100)
@@ -293,8 +294,9 @@ def test_a_collection_without_texts_is_searched_densely_and_said_so(
 def test_the_first_lexical_build_matches_the_index_builder_and_reports_progress(
     client: chromadb.ClientAPI,
 ) -> None:
-    vectorstore = chroma(client, many_docs(30) + note_docs(), BagOfWordsEmbeddings())
-    store, _ = wrap_chroma(vectorstore)
+    embeddings = BagOfWordsEmbeddings()
+    vectorstore = chroma(client, many_docs(30) + note_docs(), embeddings)
+    store, _ = wrap_chroma(vectorstore, names=ModelNames(own=model_name_of(embeddings)))
     seen: list[tuple[int, int]] = []
     built = first_index(store, lambda done, total: seen.append((done, total)))
     got = store.view.get(include=["documents", "metadatas"])
@@ -347,8 +349,9 @@ def test_the_lexical_index_is_cached_and_follows_the_collection(
 def test_a_write_by_another_writer_during_the_first_build_is_caught_up(
     client: chromadb.ClientAPI,
 ) -> None:
-    vectorstore = chroma(client, note_docs(), BagOfWordsEmbeddings())
-    store, _ = wrap_chroma(vectorstore)
+    embeddings = BagOfWordsEmbeddings()
+    vectorstore = chroma(client, note_docs(), embeddings)
+    store, _ = wrap_chroma(vectorstore, names=ModelNames(own=model_name_of(embeddings)))
     built = first_index(store)
     other = chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
     other.get_collection(vectorstore._collection.name).add(

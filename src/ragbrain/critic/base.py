@@ -68,11 +68,12 @@ def keep_across_languages(
     """
     from ragbrain.lexical.tokens import detect_language
     from ragbrain.models.profiles import profile
+    from ragbrain.query.inputs import read_part
 
     found = profile(embedding_model) if embedding_model is not None else None
     if found is None or found.reads is not None:
         return scores
-    asked = detect_language(query)
+    asked = detect_language(read_part(query))
     if asked == "none":
         return scores
     return [

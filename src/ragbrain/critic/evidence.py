@@ -74,7 +74,7 @@ def supports(
     out = []
     for i, passage in enumerate(passages):
         known = ids is not None and index.position(ids[i]) is not None
-        held = index.terms_of(ids[i]) if known and ids else set(index.query_terms(passage))
+        held = index.terms_of(ids[i]) if known and ids else index.text_terms(passage)
         out.append(min(sum(w for t, w in weights.items() if t in held) / mass, 1.0))
     return out
 

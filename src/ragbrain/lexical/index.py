@@ -278,11 +278,11 @@ class LexicalIndex:
         )
 
     def query_terms(self, query: str) -> list[int]:
-        """The query's term ids that the index knows (unknown terms cannot match), question
-        words aside (``ragbrain.lexical.support.question_terms``): "how do I use cirt.net"
-        asks about cirt.net, and a chunk holding "how" answers nothing. Measured with the
-        fusion's linear share for a named identifier (``known_compounds``):
-        docs/decisions/identifier-fusion.md."""
+        """The query's term ids that the index knows (unknown terms cannot match), of its
+        first ``READ_QUERY_CHARS`` (``query_tokens``), question words aside
+        (``ragbrain.lexical.support.question_terms``): "how do I use cirt.net" asks about
+        cirt.net, and a chunk holding "how" answers nothing. Measured with the fusion's linear
+        share for a named identifier (``known_compounds``): docs/decisions/identifier-fusion.md."""
         from ragbrain.lexical.support import question_terms
 
         skip = question_terms()
@@ -292,6 +292,11 @@ class LexicalIndex:
         """The whole compounds of ``query`` (identifiers: ``skip_locked``, ``cirt.net``,
         ``--dry-run``) that some indexed chunk holds."""
         return [t for t in query_tokens(query) if is_compound(t) and t in self.vocab]
+
+    def text_terms(self, text: str) -> set[int]:
+        """The term ids of a whole text that the index knows (a chunk it has not indexed);
+        a run of a script whose tokenizer is missing gives none."""
+        return {self.vocab[t] for t in tokenize(text, skip_missing=True) if t in self.vocab}
 
     def idf(self, terms: Sequence[int]) -> list[float]:
         """BM25's IDF of each of these term ids (``bm25.idf``), as the scores use it."""

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Literal
 
 from ragbrain._util import installed, require
 from ragbrain.errors import MissingExtraError
+from ragbrain.query.inputs import read_part
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -63,6 +64,11 @@ _RUNS = re.compile(
     rf"(?P<th>[{_THAI}]+)|(?P<ja>[{_JAPANESE}]+)|(?P<ar>[{_ARABIC}]+)"
     rf"|(?P<w>[^\W_{_THAI}{_JAPANESE}{_ARABIC}]+)"
 )
+#: The scripts ``_RUNS`` cuts apart from words: a text without them is words only.
+_SEGMENTED = re.compile(f"[{_THAI}{_JAPANESE}{_ARABIC}]")
+_WORDS = re.compile(rf"[^\W_{_THAI}{_JAPANESE}{_ARABIC}]+")
+#: A word of an ASCII text: what ``_RUNS`` finds there, all of it Latin.
+_ASCII_WORD = re.compile(r"[a-z0-9]+")
 # SudachiPy refuses inputs over ~49 kB; Japanese runs are cut well below that.
 _SUDACHI_MAX_CHARS = 4000
 # Parts of speech that carry no content: particles, auxiliary verbs, symbols, blanks.
@@ -70,7 +76,9 @@ _JA_DROPPED_POS = frozenset({"助詞", "助動詞", "補助記号", "記号", "�
 
 #: A name written as one: letters and digits joined by ``_ . - : /`` (snake_case, dotted names,
 #: paths, flags and ``--options``, ``ERR_CONN_RESET``), indexed whole beside its words.
-_COMPOUND = re.compile(r"[A-Za-z0-9]+(?:[_.:/\-]+[A-Za-z0-9]+)+")
+#: Tried at the start of a word only (a match from inside a word would also match from its
+#: start, which is tried first), without backtracking into its runs: linear in the text.
+_COMPOUND = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]++(?:[_.:/\-]++[A-Za-z0-9]++)+")
 #: The characters that join a compound's words: a term holding one is a whole compound.
 JOINERS = frozenset("_.:/-")
 #: Longer compounds (long paths, URLs) are indexed by their parts between slashes only.
@@ -229,14 +237,18 @@ def compounds(text: str) -> list[str]:
     ``pg_stat_activity.query`` yield ``skip_locked`` and ``pg_stat_activity``, which a
     question naming them matches."""
     out: list[str] = []
-    for match in _COMPOUND.finditer(text):
-        whole = match.group().casefold()
+    for found in _COMPOUND.findall(text):
+        whole = found.lower()  # ASCII: as case-folded
+        if "/" not in whole and "." not in whole:  # no parts of its own
+            if len(whole) <= _COMPOUND_MAX and whole != whole.upper():  # a letter in it
+                out.append(whole)
+            continue
         pieces = [whole] if len(whole) <= _COMPOUND_MAX else []
         for raw in (*whole.split("/"), *_PARTS.split(whole)):
             part = raw.strip("_.:/-")
             if part != whole and is_compound(part) and len(part) <= _COMPOUND_MAX:
                 pieces.append(part)
-        out += [p for p in dict.fromkeys(pieces) if any(c.isalpha() for c in p)]
+        out += [p for p in dict.fromkeys(pieces) if p != p.upper()]
     return out
 
 
@@ -258,9 +270,10 @@ def check_tokenizers(texts: Iterable[str]) -> None:
 
 @lru_cache(maxsize=32)
 def query_tokens(query: str) -> tuple[str, ...]:
-    """A question's terms (``tokenize`` with ``skip_missing``), kept for the last few
+    """A question's terms (``tokenize`` with ``skip_missing``) of its first
+    ``READ_QUERY_CHARS`` (``ragbrain.query.inputs.read_part``), kept for the last few
     questions: a run reads them in several steps (the searches, the support, the critic)."""
-    return tuple(tokenize(query, skip_missing=True))
+    return tuple(tokenize(read_part(query), skip_missing=True))
 
 
 @cache
@@ -289,9 +302,32 @@ def tokenize(text: str, *, skip_missing: bool = False) -> list[str]:
     tokens: list[str] = []
     latin: list[str] = []  # stemmed in one batch at the end: BM25 ignores term order
     stop = _english_stop_words()
+    if text.isascii():  # NFKC leaves it as it is, and every word is Latin
+        latin = [w for w in _ASCII_WORD.findall(text.lower()) if w not in stop]
+        whole = compounds(text)
+        return whole + _stem(latin) if latin else whole
     folded = unicodedata.normalize("NFKC", text)
     whole = compounds(folded)
     text = folded.casefold()
+    if _SEGMENTED.search(text) is None:  # words only (Latin, Greek, Cyrillic, ...)
+        for run in _WORDS.findall(text):
+            if run in stop:
+                continue
+            if run.isascii() or _is_latin(run):
+                latin.append(run)
+            else:
+                tokens.append(run)
+    else:
+        _script_runs(text, stop, skip_missing, tokens, latin)
+    tokens += whole
+    return tokens + _stem(latin) if latin else tokens
+
+
+def _script_runs(
+    text: str, stop: frozenset[str], skip_missing: bool, tokens: list[str], latin: list[str]
+) -> None:
+    """``tokenize``'s terms of a folded ``text`` cut into runs of one script, in order: added
+    to ``tokens``, the Latin words to ``latin`` (stemmed later)."""
     japanese = _KANA.search(text) is not None
     for match in _RUNS.finditer(text):
         run = match.group()
@@ -313,8 +349,6 @@ def tokenize(text: str, *, skip_missing: bool = False) -> list[str]:
             latin.append(run)
         else:  # Cyrillic, Hangul, ...: kept whole, not stemmed
             tokens.append(run)
-    tokens += whole
-    return tokens + _stem(latin) if latin else tokens
 
 
 def script_counts(text: str) -> Counter[Language]:

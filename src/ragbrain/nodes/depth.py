@@ -10,6 +10,7 @@ from langgraph.runtime import Runtime
 
 from ragbrain.context import RetrievalContext, context_of
 from ragbrain.query.compound import split_compound
+from ragbrain.query.inputs import read_part
 from ragbrain.state import RetrievalState
 
 
@@ -33,14 +34,15 @@ def _marker_patterns(
 
 
 def complexity(query: str, context: RetrievalContext) -> tuple[int, list[str]]:
-    """Score a query: +1 for each length threshold it exceeds, +1 for each marker it contains.
+    """Score a query: +1 for each length threshold it exceeds, +1 for each marker it contains
+    (in its first ``READ_QUERY_CHARS``, ``ragbrain.query.inputs.read_part``).
 
     Returns:
         The score and the reasons that made it up, e.g. ``["length 64 > 60", "marker 'and'"]``.
     """
     length = len(query.strip())
     reasons = [f"length {length} > {t}" for t in context.length_thresholds if length > t]
-    folded = query.casefold()
+    folded = read_part(query).casefold()
     reasons += [
         f"marker {m!r}"
         for m, text, p in _marker_patterns(context.markers)

@@ -38,6 +38,7 @@ from collections.abc import Callable
 from functools import lru_cache
 
 from ragbrain.query.compound_words import CLAUSE_STARTS, FIXED_PHRASES, PRONOUNS, VERBS
+from ragbrain.query.inputs import read_part
 
 #: A bare "X and Y" splits only when Y has at most this many words.
 MAX_AND_WORDS = 3
@@ -257,7 +258,7 @@ def split_compound(query: str) -> list[str]:
     Returns:
         Two non-empty parts, or an empty list.
     """
-    return list(_split(query))
+    return list(_split(read_part(query)))
 
 
 @lru_cache(maxsize=32)

@@ -43,6 +43,7 @@ from ragbrain.models.profiles import (
     profile,
 )
 from ragbrain.paths import cache_root
+from ragbrain.query.inputs import read_part
 
 if TYPE_CHECKING:
     import numpy as np
@@ -205,9 +206,7 @@ class OffTopicCut:
             return None
 
 
-_NOT_ASCII_LETTERS = re.compile(r"[^A-Za-z]+")
 _ASCII_LETTER = re.compile(r"[A-Za-z]")
-_NOT_ASCII = re.compile(r"[^\x00-\x7f]")
 
 
 @lru_cache(maxsize=65536)
@@ -227,24 +226,38 @@ def _letter_script(char: str) -> str:
 def script_of(text: str) -> str:
     """The script most of ``text``'s letters are written in: ``latin``, ``cjk`` (Han, kana),
     ``hangul``, ``thai``, ``arabic``, ``cyrillic``, ``other``; ``none`` without letters.
-    (ASCII letters are Latin without a name lookup, the rest cached by letter: ingest learns
-    the off-topic cut over every chunk after each change.)"""
+    (ASCII letters are Latin without a name lookup; letters are counted by distinct letter,
+    each other one named once and cached: ingest learns the off-topic cut over every chunk after
+    each change, and a question of 10,000 characters is read once, not letter by letter.)"""
+    if text.isascii():
+        return "latin" if _ASCII_LETTER.search(text) else "none"
     counts: Counter[str] = Counter()
-    first: dict[str, int] = {}  # a tie goes to the script met first, as in reading order
-    if latin := len(_NOT_ASCII_LETTERS.sub("", text)):
-        counts["latin"] = latin
-        first["latin"] = _ASCII_LETTER.search(text).start()  # type: ignore[union-attr]
-    for found in _NOT_ASCII.finditer(text):
-        if found[0].isalpha():
-            script = _letter_script(found[0])
-            counts[script] += 1
-            first.setdefault(script, found.start())
-            if script == "latin":
-                first["latin"] = min(first["latin"], found.start())
+    for char, n in Counter(text).items():
+        if char.isalpha():
+            counts["latin" if char.isascii() else _letter_script(char)] += n
     if not counts:
         return "none"
     most = max(counts.values())
-    return min((s for s, n in counts.items() if n == most), key=first.__getitem__)
+    tied = [s for s, n in counts.items() if n == most]
+    if len(tied) == 1:
+        return tied[0]
+    return min(tied, key=lambda script: _first_of(text, script))
+
+
+def _first_of(text: str, script: str) -> int:
+    """Where ``text``'s first letter of ``script`` is (a tie goes to the script met first, as
+    in reading order)."""
+    for at, char in enumerate(text):
+        if char.isalpha() and ("latin" if char.isascii() else _letter_script(char)) == script:
+            return at
+    return len(text)
+
+
+@lru_cache(maxsize=8)
+def _question_script(query: str) -> str:
+    """A question's script, of its first ``READ_QUERY_CHARS`` (``read_part``), kept for the
+    last few questions: a run asks for it in several steps."""
+    return script_of(read_part(query))
 
 
 def script_shares(texts: Iterable[str]) -> dict[str, float]:
@@ -605,7 +618,7 @@ def refusal_reason(
     """
     if best_distance is None:
         return "the search found no chunk to judge"
-    script = script_of(query)
+    script = _question_script(query)
     if (
         english_only(cut.model)
         and script not in ("latin", "none")
@@ -661,11 +674,12 @@ def limit_for(query: str, cut: OffTopicCut, *, strict: bool = False) -> tuple[fl
     the cut across scripts (``OffTopicCut.across``: the same at both levels, since across
     scripts the distance cannot tell a missing answer from a present one)."""
     limit = cut.strict if strict else cut.distance
-    own = cut.by_script.get(script_of(query))
+    script = _question_script(query)
+    own = cut.by_script.get(script)
     if own is not None:
         scale = cut.strict / cut.distance if strict and cut.distance > 0 else 1.0
         return round(own * scale, 4), False
-    if cut.across is None or not crosses(script_of(query), cut):
+    if cut.across is None or not crosses(script, cut):
         return limit, False
     return round(max(cut.across, limit), 4), True
 

@@ -30,7 +30,7 @@ from ragbrain.errors import (
     StoreNotFoundError,
     StoreUnavailableError,
 )
-from ragbrain.models.embeddings import EMBEDDING_CHOICES, embeddings_for, model_name_of
+from ragbrain.models.embeddings import DEFAULT_EMBEDDING_MODEL, EMBEDDING_CHOICES, embeddings_for
 from ragbrain.paths import (
     DATABASE_ENV,
     DEADLINE_ENV,
@@ -498,6 +498,7 @@ def open_collection(
     hint: str,
     *,
     embeddings: Embeddings | None,
+    model: str | None = None,
     create: bool,
     convert_space: bool,
     policy: StorePolicy,
@@ -511,6 +512,7 @@ def open_collection(
         hint: The CLI option that names it (``--store DIR``), for messages.
         embeddings: The model that embeds chunks and queries; None loads the model the
             collection records (``embeddings_for``), or for a new one the default.
+        model: ``embeddings``' name, as the store records it (``Store.open`` gives it).
         create: Create the collection if it is missing.
         convert_space: Copy a collection of another distance space into a cosine one.
         policy: Deadline and retries of each Chroma call.
@@ -536,9 +538,10 @@ def open_collection(
             ) from None
         existing = None
     if embeddings is None:
-        embeddings = _recorded_embeddings(existing, where)
+        embeddings, model = _recorded_embeddings(existing, where)
+    if model is None:
+        raise InvalidInputError("open_collection needs the name of the embeddings it is given.")
     dimension = len(embeddings.embed_query("dimension probe"))
-    model = model_name_of(embeddings)
     if existing is not None:
         collection = existing
     else:
@@ -575,15 +578,17 @@ def open_collection(
     return collection, embeddings
 
 
-def _recorded_embeddings(collection: Collection | None, where: str) -> Embeddings:
-    """The embeddings of the model a collection records (the default for a new store)."""
+def _recorded_embeddings(collection: Collection | None, where: str) -> tuple[Embeddings, str]:
+    """The embeddings of the model a collection records (the default for a new store), and
+    its name (the registry loads a model by the name stores record)."""
     recorded = None if collection is None else (collection.metadata or {}).get(MODEL_KEY)
     if recorded is not None and recorded not in EMBEDDING_CHOICES.values():
         raise StoreMismatchError(
             f"The store in {where} was built with {recorded!r}, which ragbrain cannot load by "
             "name: pass the same embeddings object (Python: Store.open(path, embeddings))."
         )
-    return embeddings_for(None if recorded is None else str(recorded))
+    name = DEFAULT_EMBEDDING_MODEL if recorded is None else str(recorded)
+    return embeddings_for(name), name
 
 
 def _known_model(name: object) -> bool:

@@ -345,6 +345,7 @@ class Store:
             where,
             hint,
             embeddings=embeddings,
+            model=None if embeddings is None else model_name_of(embeddings),
             create=create,
             convert_space=convert_space,
             policy=policy,

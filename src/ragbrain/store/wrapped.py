@@ -42,7 +42,6 @@ from ragbrain.errors import (
     WrongTypeError,
 )
 from ragbrain.models import agreement
-from ragbrain.models.embeddings import model_name_of
 from ragbrain.paths import cache_root
 from ragbrain.store.connect import StorePolicy
 from ragbrain.store.connect import space as collection_space
@@ -78,6 +77,7 @@ class Inspection:
         keys: The metadata keys the sample holds.
         type_key: The key that holds the note type; ``source_key`` the source.
         dimension: The query model's vector length.
+        model: The query model's name, as the opener gave it.
         agreement: The median cosine of a few stored texts embedded again against their
             stored vectors (``ragbrain.models.agreement``); None: not checked.
     """
@@ -92,6 +92,7 @@ class Inspection:
     source_key: str
     dimension: int = 0
     agreement: float | None = None
+    model: str = ""
 
     def notes(self, count: int | None = None) -> list[str]:
         """The trace's lines about the wrapped collection, with ``count`` records (None: as
@@ -166,6 +167,7 @@ def inspect_collection(
     collection: Collection,
     embeddings: Embeddings,
     *,
+    model: str,
     type_key: str,
     source_key: str,
     stored_model: str | None = None,
@@ -174,6 +176,8 @@ def inspect_collection(
     """Check that ragbrain can read ``collection`` with ``embeddings``, on a sample.
 
     Args:
+        model: ``embeddings``' name (``ragbrain.settings.resolve_model``: the opener names
+            the models; the store records and checks what it is given).
         stored_model: The model the collection was built with, when known (the vector
             store's own, when the caller passes other ``embeddings``), for messages.
         check_model: Embed a few stored texts again and compare them with their stored
@@ -195,7 +199,6 @@ def inspect_collection(
         )
     count = int(collection.count())
     sample = sample_records(collection, count) if count else None
-    model = model_name_of(embeddings)
     dimension = len(embeddings.embed_query("dimension probe"))
     unit, texts, keys, agreed = True, False, frozenset[str](), None
     if sample is not None and sample["ids"]:
@@ -229,7 +232,7 @@ def inspect_collection(
                 override="check_model=False",
             )
     return Inspection(
-        name, space, unit, count, texts, keys, type_key, source_key, dimension, agreed
+        name, space, unit, count, texts, keys, type_key, source_key, dimension, agreed, model
     )
 
 
@@ -298,7 +301,7 @@ def _where_is(client: ClientAPI) -> tuple[str, Path | None]:
     return "memory", None
 
 
-def sidecar_key(location: str, embeddings: Embeddings, inspection: Inspection) -> str:
+def sidecar_key(location: str, inspection: Inspection) -> str:
     """The name of the folder that keeps ragbrain's files about a wrapped collection: a digest
     of every setting they depend on. The collection's identity (its client's location, name
     and id: a collection dropped and made again is another), the metadata keys read as the
@@ -310,16 +313,30 @@ def sidecar_key(location: str, embeddings: Embeddings, inspection: Inspection) -
         location,
         f"type_key={inspection.type_key}",
         f"source_key={inspection.source_key}",
-        f"model={model_name_of(embeddings)}",
+        f"model={inspection.model}",
         f"dimension={inspection.dimension}",
     ]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class ModelNames:
+    """The names of the models ``wrap_chroma`` meets, as stores record them.
+
+    Attributes:
+        given: The name of the embeddings the caller passes (None: none passed).
+        own: The name of the vector store's own embedding function (None: it has none).
+    """
+
+    given: str | None = None
+    own: str | None = None
 
 
 def wrap_chroma(
     vectorstore: object,
     embeddings: Embeddings | None = None,
     *,
+    names: ModelNames,
     type_key: str = "type",
     source_key: str = "source",
     policy: StorePolicy | None = None,
@@ -330,6 +347,8 @@ def wrap_chroma(
     Args:
         vectorstore: A ``langchain_chroma.Chroma``.
         embeddings: The model that embeds queries; None: the vector store's own.
+        names: The names of ``embeddings`` and of the vector store's own embedding function
+            (``ragbrain.factory.open_vectorstore`` asks ``ragbrain.settings.resolve_model``).
         type_key: The metadata key that holds the note type (type filter, fallback).
         source_key: The metadata key that holds the source (path filters, calibration).
         policy: Deadline and retries of each store call.
@@ -356,7 +375,8 @@ def wrap_chroma(
         if not isinstance(key, str) or not key:
             raise WrongTypeError(f"{name} must be a metadata key (a string); got {describe(key)}.")
     own = vectorstore.embeddings
-    stored_model = model_name_of(own) if own is not None and embeddings is not None else None
+    stored_model = names.own if own is not None and embeddings is not None else None
+    model = names.given if embeddings is not None else names.own
     embeddings = embeddings if embeddings is not None else own
     if embeddings is None:
         raise WrongTypeError(
@@ -377,6 +397,7 @@ def wrap_chroma(
     inspection = inspect_collection(
         collection,
         embeddings,
+        model=model or "",
         type_key=type_key,
         source_key=source_key,
         stored_model=stored_model,
@@ -385,7 +406,7 @@ def wrap_chroma(
     if where == "memory":  # nothing of an in-memory collection outlives the process
         sidecars = Path(tempfile.mkdtemp(prefix="ragbrain-wrapped-"))
     else:
-        sidecars = cache_root() / "wrapped" / sidecar_key(location, embeddings, inspection)
+        sidecars = cache_root() / "wrapped" / sidecar_key(location, inspection)
     view = CollectionView(
         collection,
         space=inspection.space,
