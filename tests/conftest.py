@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 from langchain_core.embeddings import Embeddings
 
+import ragbrain.models.embeddings
+from ragbrain.models.embeddings import DEFAULT_EMBEDDING_MODEL, E5_SMALL
 from ragbrain.store import Store
-from tests.support.fakes import NOTES, BagOfWordsEmbeddings
+from tests.support.fakes import NOTES, BagOfWordsEmbeddings, Named
 
 
 @pytest.fixture
@@ -107,3 +109,18 @@ def e5_torch(converted: Path) -> Embeddings:
         passage_prompt="passage: ",
         half_word_embeddings=True,
     )
+
+
+@pytest.fixture
+def registered_models(monkeypatch: pytest.MonkeyPatch) -> dict[str, Named]:
+    """Both registered models replaced by fakes under their names (e5's of another size, as
+    a re-embed changes the stored vectors' dimension)."""
+    found = {
+        DEFAULT_EMBEDDING_MODEL: Named(DEFAULT_EMBEDDING_MODEL),
+        E5_SMALL: Named(E5_SMALL, 384),
+    }
+    monkeypatch.setattr(
+        ragbrain.models.embeddings, "default_embeddings", lambda: found[DEFAULT_EMBEDDING_MODEL]
+    )
+    monkeypatch.setattr(ragbrain.models.embeddings, "e5_embeddings", lambda: found[E5_SMALL])
+    return found

@@ -58,6 +58,14 @@ class OverlapCritic:
         return [len(words & set(WORD.findall(p.lower()))) / max(len(words), 1) for p in passages]
 
 
+class Named(BagOfWordsEmbeddings):
+    """The fake model under a registered model's name (another size: other vectors)."""
+
+    def __init__(self, name: str, size: int = 256) -> None:
+        super().__init__(size)
+        self.model_name = name
+
+
 NOTES = {
     "bug/backup.md": "# Nightly backup failed\n\nThe nightly backup to S3 failed because the "
     "credentials expired. We added an alert on the backup age.",

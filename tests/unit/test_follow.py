@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-import ragbrain.models.embeddings
 from ragbrain.errors import StoreMismatchError, StoreNotFoundError
 from ragbrain.ingest import ingest
 from ragbrain.ingest.reembed import re_embed
@@ -17,28 +16,7 @@ from ragbrain.models.embeddings import DEFAULT_EMBEDDING_MODEL, E5_SMALL, model_
 from ragbrain.store import Store
 from ragbrain.store.lexical import LexicalSearcher
 from ragbrain.store.processes import Follower
-from tests.support.fakes import BagOfWordsEmbeddings
-
-
-class Named(BagOfWordsEmbeddings):
-    """The fake model under a registered model's name."""
-
-    def __init__(self, name: str, size: int = 256) -> None:
-        super().__init__(size)
-        self.model_name = name
-
-
-@pytest.fixture
-def models(monkeypatch: pytest.MonkeyPatch) -> dict[str, Named]:
-    found = {
-        DEFAULT_EMBEDDING_MODEL: Named(DEFAULT_EMBEDDING_MODEL),
-        E5_SMALL: Named(E5_SMALL, 384),
-    }
-    monkeypatch.setattr(
-        ragbrain.models.embeddings, "default_embeddings", lambda: found[DEFAULT_EMBEDDING_MODEL]
-    )
-    monkeypatch.setattr(ragbrain.models.embeddings, "e5_embeddings", lambda: found[E5_SMALL])
-    return found
+from tests.support.fakes import BagOfWordsEmbeddings, Named
 
 
 def write(store: Store, id_: str, text: str) -> None:
@@ -106,15 +84,15 @@ def test_the_lexical_index_and_the_types_follow_too(tmp_path: Path) -> None:
 
 
 def test_a_re_embed_elsewhere_switches_a_store_that_follows_the_recorded_model(
-    models: dict[str, Named], notes_dir: Path, tmp_path: Path
+    registered_models: dict[str, Named], notes_dir: Path, tmp_path: Path
 ) -> None:
     folder = tmp_path / "s"
     ingest(notes_dir, Store.open(folder, create=True))
     follower = Store.open(folder)  # no model chosen: the store's
-    chosen = Store.open(folder, models[DEFAULT_EMBEDDING_MODEL])  # chosen by the caller
+    chosen = Store.open(folder, registered_models[DEFAULT_EMBEDDING_MODEL])  # chosen by the caller
     assert follower.search("redis cache", 1) and chosen.search("redis cache", 1)
 
-    re_embed(notes_dir, folder, models[E5_SMALL])
+    re_embed(notes_dir, folder, registered_models[E5_SMALL])
 
     assert model_name_of(follower.embeddings) == DEFAULT_EMBEDDING_MODEL
     # Its next query is embedded with the new model (384 dimensions, as the store now holds).

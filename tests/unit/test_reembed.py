@@ -7,24 +7,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import ragbrain.models.embeddings
 from ragbrain.cli import app
 from ragbrain.errors import InvalidInputError, StoreMismatchError, StoreNotFoundError
 from ragbrain.ingest import ingest
 from ragbrain.ingest.reembed import re_embed, staging_folder
 from ragbrain.models.embeddings import DEFAULT_EMBEDDING_MODEL, E5_SMALL
 from ragbrain.store import MODEL_KEY, Store
-from tests.support.fakes import BagOfWordsEmbeddings
+from tests.support.fakes import Named
 
 runner = CliRunner()
-
-
-class Named(BagOfWordsEmbeddings):
-    """The fake model under a registered model's name (another size: other vectors)."""
-
-    def __init__(self, name: str, size: int = 256) -> None:
-        super().__init__(size)
-        self.model_name = name
 
 
 class FailsAfter(Named):
@@ -39,19 +30,6 @@ class FailsAfter(Named):
             raise OSError("No space left on device")
         self.left -= 1
         return super().embed_documents(texts)
-
-
-@pytest.fixture
-def fake_models(monkeypatch: pytest.MonkeyPatch) -> dict[str, Named]:
-    models = {
-        DEFAULT_EMBEDDING_MODEL: Named(DEFAULT_EMBEDDING_MODEL),
-        E5_SMALL: Named(E5_SMALL, 384),
-    }
-    monkeypatch.setattr(
-        ragbrain.models.embeddings, "default_embeddings", lambda: models[DEFAULT_EMBEDDING_MODEL]
-    )
-    monkeypatch.setattr(ragbrain.models.embeddings, "e5_embeddings", lambda: models[E5_SMALL])
-    return models
 
 
 @pytest.fixture
@@ -72,48 +50,48 @@ def _state(folder: Path) -> tuple[str, int, list[str]]:
 
 
 def test_a_store_is_re_embedded_and_keeps_its_notes(
-    fake_models: dict[str, Named], big_notes: Path, tmp_path: Path
+    registered_models: dict[str, Named], big_notes: Path, tmp_path: Path
 ) -> None:
     folder = tmp_path / "s"
-    ingest(big_notes, Store.open(folder, fake_models[DEFAULT_EMBEDDING_MODEL], create=True))
+    ingest(big_notes, Store.open(folder, registered_models[DEFAULT_EMBEDDING_MODEL], create=True))
     before = _state(folder)
-    report = re_embed(big_notes, folder, fake_models[E5_SMALL])
+    report = re_embed(big_notes, folder, registered_models[E5_SMALL])
     after = _state(folder)
     assert before[0] == DEFAULT_EMBEDDING_MODEL and after[0] == E5_SMALL
     assert after[1:] == before[1:] and report.added == before[1] == 150
     reopened = Store.open(folder)
-    assert reopened.embeddings is fake_models[E5_SMALL]
+    assert reopened.embeddings is registered_models[E5_SMALL]
     assert reopened.search(_text(7), 1)[0]["metadata"]["source"] == "n007.md"
     assert not staging_folder(folder).exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes", "s"]
 
 
 def test_a_failure_midway_leaves_the_old_store_intact(
-    fake_models: dict[str, Named], big_notes: Path, tmp_path: Path
+    registered_models: dict[str, Named], big_notes: Path, tmp_path: Path
 ) -> None:
     folder = tmp_path / "s"
-    ingest(big_notes, Store.open(folder, fake_models[DEFAULT_EMBEDDING_MODEL], create=True))
+    ingest(big_notes, Store.open(folder, registered_models[DEFAULT_EMBEDDING_MODEL], create=True))
     before = _state(folder)
     with pytest.raises(OSError, match="No space left"):
         re_embed(big_notes, folder, FailsAfter(E5_SMALL, batches=1))
     assert _state(folder) == before
     assert not staging_folder(folder).exists()
     old = Store.open(folder)
-    assert old.embeddings is fake_models[DEFAULT_EMBEDDING_MODEL]
+    assert old.embeddings is registered_models[DEFAULT_EMBEDDING_MODEL]
     assert old.search(_text(7), 1)[0]["metadata"]["source"] == "n007.md"
     # The next run starts afresh and completes.
-    re_embed(big_notes, folder, fake_models[E5_SMALL])
+    re_embed(big_notes, folder, registered_models[E5_SMALL])
     assert _state(folder)[0] == E5_SMALL
 
 
 def test_a_half_built_folder_of_a_killed_run_is_replaced(
-    fake_models: dict[str, Named], notes_dir: Path, tmp_path: Path
+    registered_models: dict[str, Named], notes_dir: Path, tmp_path: Path
 ) -> None:
     folder = tmp_path / "s"
-    ingest(notes_dir, Store.open(folder, fake_models[DEFAULT_EMBEDDING_MODEL], create=True))
+    ingest(notes_dir, Store.open(folder, registered_models[DEFAULT_EMBEDDING_MODEL], create=True))
     staging_folder(folder).mkdir()
     (staging_folder(folder) / "chroma.sqlite3").write_bytes(b"half")
-    re_embed(notes_dir, folder, fake_models[E5_SMALL])
+    re_embed(notes_dir, folder, registered_models[E5_SMALL])
     assert _state(folder)[0] == E5_SMALL and not staging_folder(folder).exists()
 
 
@@ -127,7 +105,7 @@ def test_a_half_built_folder_of_a_killed_run_is_replaced(
     ids=["another-folder", "a-file", "no-store"],
 )
 def test_re_embedding_from_the_wrong_place_is_refused(
-    fake_models: dict[str, Named],
+    registered_models: dict[str, Named],
     notes_dir: Path,
     tmp_path: Path,
     notes: str,
@@ -135,7 +113,7 @@ def test_re_embedding_from_the_wrong_place_is_refused(
     match: str,
 ) -> None:
     folder = tmp_path / "s"
-    ingest(notes_dir, Store.open(folder, fake_models[DEFAULT_EMBEDDING_MODEL], create=True))
+    ingest(notes_dir, Store.open(folder, registered_models[DEFAULT_EMBEDDING_MODEL], create=True))
     before = _state(folder)
     other = tmp_path / "other"
     other.mkdir()
@@ -143,26 +121,29 @@ def test_re_embedding_from_the_wrong_place_is_refused(
     path = {"other": other, "file": notes_dir / "bug" / "backup.md"}.get(notes, notes_dir)
     target = tmp_path / "nothing" if notes == "missing-store" else folder
     with pytest.raises(error, match=match):
-        re_embed(path, target, fake_models[E5_SMALL])
+        re_embed(path, target, registered_models[E5_SMALL])
     assert _state(folder) == before
 
 
 def test_another_writer_holds_the_store(
-    fake_models: dict[str, Named], notes_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    registered_models: dict[str, Named],
+    notes_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from ragbrain.errors import StoreLockedError
 
     monkeypatch.setenv("RAGBRAIN_LOCK_WAIT", "0.2")
 
     folder = tmp_path / "s"
-    store = Store.open(folder, fake_models[DEFAULT_EMBEDDING_MODEL], create=True)
+    store = Store.open(folder, registered_models[DEFAULT_EMBEDDING_MODEL], create=True)
     ingest(notes_dir, store)
     with store.writing(), pytest.raises(StoreLockedError, match="locked by another writer"):
-        re_embed(notes_dir, folder, fake_models[E5_SMALL])
+        re_embed(notes_dir, folder, registered_models[E5_SMALL])
 
 
 def test_cli_mixing_models_names_re_embed_and_re_embed_works(
-    fake_models: dict[str, Named], notes_dir: Path, tmp_path: Path
+    registered_models: dict[str, Named], notes_dir: Path, tmp_path: Path
 ) -> None:
     store = str(tmp_path / "s")
     made = runner.invoke(app, ["ingest", str(notes_dir), "--store", store, "--embedding", "minilm"])
@@ -177,9 +158,9 @@ def test_cli_mixing_models_names_re_embed_and_re_embed_works(
     )
     assert done.exit_code == 0, done.output
     assert "re-embedded with e5-small: 6 files: 6 chunks added" in done.output
-    assert Store.open(store).embeddings is fake_models[E5_SMALL]
+    assert Store.open(store).embeddings is registered_models[E5_SMALL]
     with pytest.raises(StoreMismatchError, match="--re-embed"):
-        Store.open(store, fake_models[DEFAULT_EMBEDDING_MODEL])
+        Store.open(store, registered_models[DEFAULT_EMBEDDING_MODEL])
 
 
 @pytest.mark.parametrize(
@@ -191,7 +172,11 @@ def test_cli_mixing_models_names_re_embed_and_re_embed_works(
     ids=["server", "no-model"],
 )
 def test_cli_re_embed_refuses_what_it_cannot_do(
-    fake_models: dict[str, Named], notes_dir: Path, tmp_path: Path, extra: list[str], match: str
+    registered_models: dict[str, Named],
+    notes_dir: Path,
+    tmp_path: Path,
+    extra: list[str],
+    match: str,
 ) -> None:
     store = ["--store", str(tmp_path / "s")] if not extra else []
     got = runner.invoke(app, ["ingest", str(notes_dir), *store, *extra, "--re-embed"])
@@ -200,7 +185,7 @@ def test_cli_re_embed_refuses_what_it_cannot_do(
 
 
 def test_doctor_names_the_re_embed_command_with_the_notes_folder(
-    fake_models: dict[str, Named],
+    registered_models: dict[str, Named],
     write_notes,
     tmp_path: Path,  # type: ignore[no-untyped-def]
 ) -> None:

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-import ragbrain.models.embeddings
 from ragbrain.context import RetrievalContext
 from ragbrain.graph import build_graph, store_resolution
 from ragbrain.ingest import ingest
@@ -20,17 +19,9 @@ from ragbrain.models.embeddings import DEFAULT_EMBEDDING_MODEL, E5_SMALL
 from ragbrain.models.profiles import profile
 from ragbrain.render import print_run
 from ragbrain.store import Store
-from tests.support.fakes import BagOfWordsEmbeddings
+from tests.support.fakes import BagOfWordsEmbeddings, Named
 
 QUERY = {"query": "redis cache stampede", "type_filter": None}
-
-
-class Named(BagOfWordsEmbeddings):
-    """The fake model under a registered model's name."""
-
-    def __init__(self, name: str, size: int = 256) -> None:
-        super().__init__(size)
-        self.model_name = name
 
 
 class ForModel:
@@ -49,19 +40,6 @@ class ForModel:
         self, query: str, passages: Sequence[str], distances: Sequence[float] | None = None
     ) -> list[float]:
         return [1.0] * len(passages)
-
-
-@pytest.fixture
-def models(monkeypatch: pytest.MonkeyPatch) -> dict[str, Named]:
-    found = {
-        DEFAULT_EMBEDDING_MODEL: Named(DEFAULT_EMBEDDING_MODEL),
-        E5_SMALL: Named(E5_SMALL, 384),
-    }
-    monkeypatch.setattr(
-        ragbrain.models.embeddings, "default_embeddings", lambda: found[DEFAULT_EMBEDDING_MODEL]
-    )
-    monkeypatch.setattr(ragbrain.models.embeddings, "e5_embeddings", lambda: found[E5_SMALL])
-    return found
 
 
 def test_the_value_holds_every_per_store_decision_and_the_run_shows_it(
@@ -99,7 +77,7 @@ def test_a_run_never_asks_the_store_for_its_model(
 
 
 def test_a_re_embed_elsewhere_switches_the_graphs_critic_and_gate(
-    models: dict[str, Named], notes_dir: Path, tmp_path: Path
+    registered_models: dict[str, Named], notes_dir: Path, tmp_path: Path
 ) -> None:
     folder = tmp_path / "s"
     ingest(notes_dir, Store.open(folder, create=True))
@@ -108,7 +86,7 @@ def test_a_re_embed_elsewhere_switches_the_graphs_critic_and_gate(
     before = graph.invoke(QUERY, context=RetrievalContext(abstain="off"))
     assert before["store_settings"]["critic"].startswith(f"for-{DEFAULT_EMBEDDING_MODEL}")
 
-    re_embed(notes_dir, folder, models[E5_SMALL])  # another process, another model
+    re_embed(notes_dir, folder, registered_models[E5_SMALL])  # another process, another model
 
     after = graph.invoke(QUERY, context=RetrievalContext(abstain="off"))
     shipped = profile(E5_SMALL)

@@ -15,7 +15,7 @@ MAX_K = 100
 MAX_QUERY_CHARS = 10_000  # the model reads ~256 tokens; more is a mistake, not a question
 #: How much of a question is read for its words: its BM25 terms (and the rare-word support and
 #: evidence built on them), the script it is written in, the rules that split a comparison.
-#: About what all-MiniLM-L6-v2's 256 tokens cover of English text, four times the longest
+#: About what the default model's 256 tokens cover of English text, four times the longest
 #: question of the evaluation sets (249 characters); the embedding reads the whole question
 #: up to its model's own token limit. Past it, segmenting Thai, Japanese or Chinese would cost
 #: ~1.5 ms per 1,000 characters more (``python -m benchmarks.latency long``).

@@ -13,7 +13,7 @@ The files are written by::
 
     python -m ragbrain.refusal.bank_writer
 
-which embeds the bank with every shipped model (all-MiniLM-L6-v2 and multilingual-e5-small),
+which embeds the bank with every shipped model (one profile each, ``models.profiles``),
 each under both backends (ONNX Runtime int8 and torch fp32, which ``HuggingFaceEmbeddings``
 of the same model matches).
 """

@@ -30,7 +30,8 @@ from ragbrain.errors import (
     StoreNotFoundError,
     StoreUnavailableError,
 )
-from ragbrain.models.embeddings import DEFAULT_EMBEDDING_MODEL, EMBEDDING_CHOICES, embeddings_for
+from ragbrain.models.embeddings import EMBEDDING_CHOICES, embeddings_for
+from ragbrain.models.profiles import default_profile
 from ragbrain.paths import (
     DATABASE_ENV,
     DEADLINE_ENV,
@@ -587,7 +588,7 @@ def _recorded_embeddings(collection: Collection | None, where: str) -> tuple[Emb
             f"The store in {where} was built with {recorded!r}, which ragbrain cannot load by "
             "name: pass the same embeddings object (Python: Store.open(path, embeddings))."
         )
-    name = DEFAULT_EMBEDDING_MODEL if recorded is None else str(recorded)
+    name = default_profile().name if recorded is None else str(recorded)
     return embeddings_for(name), name
 
 

@@ -60,7 +60,8 @@ def run_train(
     from ragbrain.critic.training.sources import from_beir
     from ragbrain.critic.training.sources import from_corpus as pseudo
     from ragbrain.critic.training.train import train_critic
-    from ragbrain.models.embeddings import DEFAULT_EMBEDDING_MODEL, default_embeddings
+    from ragbrain.models.embeddings import default_embeddings
+    from ragbrain.models.profiles import default_profile
 
     if bool(data) == (from_corpus is not None):
         raise InvalidInputError("Pass one or more --data folders, or --from-corpus, not both.")
@@ -101,7 +102,7 @@ def run_train(
             sources=found.sources,
             progress=stage,
             dev_seen=found.dev_seen,
-            embedding_model=DEFAULT_EMBEDDING_MODEL,
+            embedding_model=default_profile().name,
         )
     _report(out_dir, calibration)
 
@@ -149,7 +150,8 @@ def run_calibrate(
     from ragbrain.critic.training.recalibrate import check_destination, recalibrate
     from ragbrain.critic.training.recipe import Recipe
     from ragbrain.critic.training.sources import data_folder, retrieved_lists, scenario_lists
-    from ragbrain.models.embeddings import DEFAULT_EMBEDDING_MODEL, default_embeddings
+    from ragbrain.models.embeddings import default_embeddings
+    from ragbrain.models.profiles import default_profile
 
     if not data:
         raise InvalidInputError("Pass one or more --data folders with labelled queries.")
@@ -173,7 +175,7 @@ def run_calibrate(
             out_dir,
             recipe,
             sources=sources,
-            embedding_model=DEFAULT_EMBEDDING_MODEL,
+            embedding_model=default_profile().name,
             progress=stage,
             scenario=missing,
         )
