@@ -211,14 +211,15 @@ def ask_folder(folder: Path, embeddings: Any, progress: Callable[[int, int], Non
 
 
 def summarize(payload: dict[str, Any], threshold: float) -> dict[str, dict[str, Any]]:
-    """Per split: dense top 10 chunks, the default level, and its hand-over replayed with
-    refusal off (``benchmarks.notes.simulate`` at the shipped rule)."""
-    from benchmarks.notes import simulate
-    from ragbrain.critic.handover import shipped_rules
+    """Per split: dense top 10 chunks, the default level, and hand-overs replayed with refusal
+    off (``replay``): the shipped rule, the rule of one ratio (0.5) for every note, none."""
+    from ragbrain.critic.handover import HandOverRule, shipped_rules
 
     rule = shipped_rules().get("evidence")
-    applies = rule is not None and payload["per_source"] >= rule.min_per_source
-    ratio = rule.ratio if rule is not None and applies else None
+    if rule is not None and payload["per_source"] < rule.min_per_source:
+        rule = None
+    sides = {"refusal off": rule, "ratio 0.5, refusal off": HandOverRule(0.5, "one ratio")}
+    sides["no hand-over rule, refusal off"] = None
     out: dict[str, dict[str, Any]] = {}
     for split in ("fit", "test"):
         rows = [a for a in payload["answers"] if a["split"] == split]
@@ -227,11 +228,9 @@ def summarize(payload: dict[str, Any], threshold: float) -> dict[str, dict[str, 
             "queries": len(rows),
             "dense top 10": scores([a["dense"][:10] for a in rows], grades),
             "default": scores([a["sources"] for a in rows], grades),
-            "refusal off": scores([simulate(a, threshold, ratio) for a in rows], grades),
-            "no hand-over rule, refusal off": scores(
-                [simulate(a, threshold, None) for a in rows], grades
-            ),
         }
+        for name, side in sides.items():
+            out[split][name] = scores([replay(a, threshold, side) for a in rows], grades)
     return out
 
 
@@ -251,11 +250,201 @@ def table(summary: dict[str, dict[str, Any]], split: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: The hand-over rules tried (``ragbrain.critic.handover.HandOverRule``): ratio, others,
+#: order; the shipped rule's family (ratio = others, rank order) among them.
+RULES = tuple(
+    (ratio, others, order)
+    for ratio in (0.4, 0.5, 0.6, 0.7, 0.8)
+    for others in (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+    for order in ("rank", "score")
+)
+#: A notes folder's fit-split answerable questions, under a rule: the expected note found for
+#: at least this share, at most this many chunks, at least this share of them from it.
+FOUND, CHUNKS, FROM_EXPECTED = 0.975, 3.0, 0.6
+
+
+def replay(answer: dict[str, Any], threshold: float, rule: Any) -> list[str]:
+    """The sources the graph hands over for ``answer``'s recorded candidates under ``rule``
+    (None: every kept chunk), by the node's own code (``nodes.critic.handed_over``, then
+    ``critic.handover.narrow``). A compound question (``split_compound``) is handed over
+    without the rule, as the node does; the parts' own picks are not recorded, so its
+    replay is the kept chunks up to the depth."""
+    from ragbrain.critic.base import keep_mask
+    from ragbrain.critic.handover import narrow
+    from ragbrain.nodes.critic import handed_over
+    from ragbrain.query.compound import split_compound
+
+    candidates = answer["candidates"]
+    if not candidates:
+        return []
+    sources = [c[0] for c in candidates]
+    judged = [float("nan") if c[2] is None else float(c[2]) for c in candidates]
+    chosen = handed_over(judged, threshold, int(answer["depth"]), None)
+    if rule is not None and any(keep_mask(judged, threshold)) and not split_compound(answer["q"]):
+        chosen, _ = narrow(chosen, judged, sources, rule)
+    return [sources[i] for i in chosen]
+
+
+def _mean(values: Sequence[float]) -> float:
+    return round(sum(values) / len(values), 4) if values else 0.0
+
+
+def domain_scores(payload: dict[str, Any], threshold: float, rule: Any, split: str) -> Any:
+    """A document folder's ``scores`` under ``rule``; a notes folder's answerable questions
+    (found, first, chunks, share from an expected note; those answered at the default level)
+    and broad ones (nDCG@10, recall, precision, notes; a refused one scores 0), with a plain
+    dense top 10's."""
+    answers = [a for a in payload["answers"] if a["split"] == split]
+    if "grades" in (answers[0] if answers else {}):
+        out = scores([replay(a, threshold, rule) for a in answers], [a["grades"] for a in answers])
+        out["dense"] = scores([a["dense"][:10] for a in answers], [a["grades"] for a in answers])
+        return out
+    pointed = [a for a in answers if a["group"] == "answerable" and not a["refused"]]
+    handed = [replay(a, threshold, rule) for a in pointed]
+    pairs = list(zip(handed, pointed, strict=True))
+    broad = [a for a in answers if a["group"] == "broad"]
+    sides = {
+        "": [[] if a["refused"] else replay(a, threshold, rule) for a in broad],
+        "dense ": [a["dense"][:10] for a in broad],
+    }
+    out = {
+        "found": _mean([float(bool(set(h) & set(a["expect"]))) for h, a in pairs]),
+        "first": _mean([float(bool(h) and h[0] in a["expect"]) for h, a in pairs]),
+        "chunks": _mean([float(len(h)) for h in handed]),
+        "from_expected": _mean(
+            [sum(s in a["expect"] for s in h) / len(h) if h else 0.0 for h, a in pairs]
+        ),
+    }
+    for side, lists in sides.items():
+        grades = [dict.fromkeys(a["expect"], 1) for a in broad]
+        got = scores(lists, grades)
+        out[f"{side}broad"] = got | {
+            "recall": _mean(
+                [len(set(h) & set(g)) / len(g) for h, g in zip(lists, grades, strict=True)]
+            ),
+            "notes": got["documents"],
+        }
+    return out
+
+
+def fit_rule(payloads: Sequence[dict[str, Any]], threshold: float) -> tuple[Any, float]:
+    """The rule of ``RULES`` with the highest mean nDCG@10 over the payloads' fit splits (a
+    document folder's queries, a notes folder's broad questions) among those that keep every
+    notes folder's fit-split answerable questions within ``FOUND``, ``CHUNKS`` and
+    ``FROM_EXPECTED``; of rules as good, the one handing the fewest chunks to those answerable
+    questions (the ratio decides which of a note's own chunks go, which no nDCG of notes
+    sees). Returns the rule and its mean."""
+    from ragbrain.critic.handover import HandOverRule
+
+    best: tuple[Any, float, float] = (None, -1.0, 0.0)
+    for ratio, others, order in RULES:
+        rule = HandOverRule(ratio, "fit", others=others, order=order)
+        values, chunks = [], 0.0
+        for payload in payloads:
+            got = domain_scores(payload, threshold, rule, "fit")
+            if "broad" in got:
+                if (
+                    got["found"] < FOUND
+                    or got["chunks"] > CHUNKS
+                    or got["from_expected"] < FROM_EXPECTED
+                ):
+                    break
+                values.append(got["broad"]["ndcg"])
+                chunks += got["chunks"]
+            else:
+                values.append(got["ndcg"])
+        else:
+            mean = sum(values) / len(values)
+            if mean > best[1] + 1e-9 or (abs(mean - best[1]) <= 1e-9 and chunks < best[2]):
+                best = (rule, mean, chunks)
+    return best[0], best[1]
+
+
+def rules_lodo(paths: Sequence[Path], threshold: float, ship: bool) -> tuple[dict[str, Any], str]:
+    """``--rules``: fit a hand-over rule leave-one-domain-out over the recorded answers
+    (``--keep`` here and ``benchmarks.notes --keep``), judge it on each held-out domain's
+    test split beside one ratio (0.5) for every note, none, and dense top 10; ``ship``: write
+    the rule fit on every domain to ``handover.json``."""
+    from ragbrain.critic.handover import HandOverRule, default_rules_path, shipped_rules
+    from ragbrain.evaluation import write_json
+
+    payloads = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in paths}
+    shipped = shipped_rules().get("evidence")
+    out: dict[str, Any] = {}
+    lines = [
+        "## Hand-over rules, leave-one-domain-out (test split of the held-out domain)",
+        "",
+        "| held out | rule fit on the others | fit, ratio 0.5, none, dense top 10 |",
+        "|---|---|---|",
+    ]
+    for held in [*payloads, ""]:
+        rule, mean = fit_rule([p for n, p in payloads.items() if n != held], threshold)
+        said = "none fits" if rule is None else f"{rule.ratio}, others {rule.others}, {rule.order}"
+        if not held:
+            out["all"] = {"rule": said, "fit_mean": round(mean, 4)}
+            lines += ["", f"Fit on every domain's fit split: {said} (mean {mean:.4f}).", ""]
+            if ship and rule is not None:
+                record = {
+                    "rules": {
+                        "evidence": {
+                            "ratio": rule.ratio,
+                            "others": rule.others,
+                            "order": rule.order,
+                            "min_per_source": shipped.min_per_source if shipped else 0.0,
+                        }
+                    },
+                    "fit": {
+                        "by": "python -m benchmarks.folders --rules ... --ship",
+                        "domains": sorted(payloads),
+                        "found_floor": FOUND,
+                        "chunks_cap": CHUNKS,
+                        "from_expected_floor": FROM_EXPECTED,
+                    },
+                }
+                write_json(default_rules_path(), record)
+                say(f"wrote {default_rules_path()}")
+            continue
+        sides = {"fit": rule, "ratio 0.5": HandOverRule(0.5, "one ratio"), "none": None}
+        got = {k: domain_scores(payloads[held], threshold, r, "test") for k, r in sides.items()}
+        out[held] = {"rule": said, "fit_mean": round(mean, 4), **got}
+        cells = []
+        for name, entry in got.items():
+            if "broad" in entry:
+                b = entry["broad"]
+                cells.append(
+                    f"{name}: found {entry['found']:.1%} / first {entry['first']:.1%}, "
+                    f"{entry['chunks']:.2f} chunks, {entry['from_expected']:.1%} from it; broad "
+                    f"nDCG {b['ndcg']:.3f}, recall {b['recall']:.1%}, share {b['precision']:.1%}, "
+                    f"{b['notes']:.2f} notes"
+                )
+            else:
+                cells.append(
+                    f"{name}: nDCG {entry['ndcg']:.3f}, recall {entry['recall']:.3f}, "
+                    f"{entry['documents']:.2f} docs"
+                )
+        entry = got["none"]
+        dense = entry["dense broad"] if "broad" in entry else entry["dense"]
+        cells.append(
+            f"dense top 10: nDCG {dense['ndcg']:.3f}, recall {dense['recall']:.3f}, "
+            f"share {dense['precision']:.3f}"
+        )
+        lines.append(f"| {held} | {said} | " + "<br>".join(cells) + " |")
+    return out, "\n".join(lines) + "\n"
+
+
 def main() -> None:
     """Write, ingest and ask each set; save ``results/<name>.{json,md}``; ``--keep``."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("sets", nargs="+")
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("sets", nargs="*")
+    parser.add_argument("--out", type=Path, default=Path("/tmp/ragbrain-folders"))
+    parser.add_argument(
+        "--rules",
+        nargs="+",
+        type=Path,
+        help="recorded answers (<domain>.json of --keep here and of benchmarks.notes --keep): "
+        "fit a hand-over rule leave-one-domain-out instead of asking",
+    )
+    parser.add_argument("--ship", action="store_true", help="with --rules: write handover.json")
     parser.add_argument("--fit", type=int, default=100)
     parser.add_argument("--test", type=int, default=150)
     parser.add_argument("--seed", type=int, default=0)
@@ -268,6 +457,11 @@ def main() -> None:
     from ragbrain.models.embeddings import embeddings_for
 
     critic = EvidenceCritic()
+    if args.rules:
+        result, text = rules_lodo(args.rules, critic.threshold, args.ship)
+        print(text)
+        save(args.name, {"threshold": critic.threshold, "lodo": result}, text)
+        return
     embeddings = embeddings_for(critic.embedding_model)
     lines = ["# Folders of documents, ingested as notes folders", ""]
     summaries: dict[str, Any] = {}
@@ -286,6 +480,8 @@ def main() -> None:
         summaries[name] = {"chunks": payload["chunks"], "per_source": payload["per_source"]}
         summaries[name] |= summary
         for split in ("test", "fit"):
+            if not summary[split]["queries"]:
+                continue
             lines += [
                 f"## {name}, {split} split ({summary[split]['queries']} queries; "
                 f"{payload['chunks']} chunks, {payload['per_source']} a document)",

@@ -57,6 +57,40 @@ def test_ratio_zero_keeps_everything_and_one_keeps_the_best_notes_only() -> None
     assert chosen == [1] and "only the best chunk (b.md)" in line
 
 
+NOTES_RULE = HandOverRule(0.8, "test", others=0.4, order="score")
+
+
+def test_a_plateau_of_documents_keeps_each_documents_best_chunk() -> None:
+    # Five documents whose best chunks score 0.9-0.45 (>= 0.4 of the best): each stays, by
+    # its best chunk; their weaker chunks (0.6 and 0.5 < 0.8 x 0.9) stay behind.
+    sources = ["d.md", "a.md", "b.md", "a.md", "c.md", "e.md", "b.md"]
+    scores = [0.45, 0.9, 0.6, 0.5, 0.7, 0.5, 0.75]
+    chosen, line = narrow(list(range(7)), scores, sources, NOTES_RULE)
+    # Notes in the order of their best score: a (0.9), b (0.75), c (0.7), e (0.5), d (0.45).
+    assert chosen == [1, 6, 4, 5, 0]
+    assert [sources[i] for i in chosen] == ["a.md", "b.md", "c.md", "e.md", "d.md"]
+    assert "5 chunks of 5 notes; 2 scored below 0.80 (another note's best chunk: 0.40)" in line
+
+
+def test_a_clear_winner_is_narrowed_to_its_own_close_chunks() -> None:
+    # One note scores 0.95; the others' best chunks are below 0.4 x 0.95 = 0.38.
+    sources = ["b.md", "a.md", "c.md", "a.md", "a.md"]
+    scores = [0.3, 0.95, 0.2, 0.8, 0.4]
+    chosen, line = narrow(list(range(5)), scores, sources, NOTES_RULE)
+    assert chosen == [1, 3]  # a.md's 0.8 section (>= 0.76) goes with it, its 0.4 one does not
+    assert "only the best note (a.md, 2 chunks); 3 other kept chunks scored below 0.80" in line
+
+
+def test_others_equal_to_the_ratio_in_rank_order_is_the_one_ratio_rule() -> None:
+    sources = ["b.md", "a.md", "c.md", "b.md", "a.md", "d.md"]
+    scores = [0.6, 0.9, 0.1, 0.2, 0.55, 0.3]
+    one = narrow(list(range(6)), scores, sources, HandOverRule(0.5, "t"))[0]
+    same = HandOverRule(0.5, "t", others=0.5, order="rank")
+    assert narrow(list(range(6)), scores, sources, same)[0] == one == [0, 1, 4]
+    by_score = HandOverRule(0.5, "t", order="score")
+    assert narrow(list(range(6)), scores, sources, by_score)[0] == [1, 4, 0]
+
+
 @pytest.mark.parametrize(
     ("content", "says"),
     [
@@ -66,6 +100,8 @@ def test_ratio_zero_keeps_everything_and_one_keeps_the_best_notes_only() -> None
         ('{"rules": {"evidence": {"ratio": "0.5"}}}', "ratio must be a number"),
         ('{"rules": {"evidence": {"ratio": 0.5, "min_per_source": -1}}}', "min_per_source"),
         ('{"rules": {"evidence": {}}}', "ratio must be a number"),
+        ('{"rules": {"evidence": {"ratio": 0.5, "others": 2}}}', "others must be a number"),
+        ('{"rules": {"evidence": {"ratio": 0.5, "order": "name"}}}', "order must be one of"),
     ],
 )
 def test_a_malformed_rules_file_is_a_critic_load_error(
@@ -99,6 +135,7 @@ def test_the_shipped_file_reads_and_names_the_evidence_critic() -> None:
     handover.shipped_rules.cache_clear()
     rules = handover.shipped_rules()
     assert "evidence" in rules and 0.0 <= rules["evidence"].ratio <= 1.0
+    assert rules["evidence"].others is not None and rules["evidence"].order in ("rank", "score")
     assert rule_for(OverlapCritic()) is None  # a critic without a kind: no rule
 
 

@@ -1,19 +1,22 @@
-"""The hand-over rule: of the chunks the critic keeps, hand over only those that score close to
-the best one.
+"""The hand-over rule: of the chunks the critic keeps, hand over those that score close to the
+best one, and the best chunk of each other note that scores near it.
 
-A question one note answers should get that note's chunks and little else. The critic's cut
-is set to keep nearly every relevant chunk on domains it never saw, so on its own it keeps
-several notes' chunks (5-6 chunks a question on real notes folders, under half of them from
-the note that answers). The rule keeps, of the kept chunks, the best-scored one and every other
-whose score is at least ``ratio`` times the best, of its note or another (a list whose
-candidates crowd the top, as where many documents answer, keeps them; a long note's sections
-that the question does not touch stay behind). Chunks of one note are handed over together, in
-the order their note first appears in the list.
+A question one note answers should get that note's chunks and little else; a question several
+notes or documents answer should get each of them. The critic's cut is set to keep nearly every
+relevant chunk on domains it never saw, so on its own it keeps several notes' chunks (5-6 chunks
+a question on real notes folders, under half of them from the note that answers). The rule
+keeps the best-scored chunk, every other chunk scoring at least ``ratio`` times the best, and,
+of another note whose best chunk scores at least ``others`` times the best, that best chunk
+(the rest of its chunks only when they reach ``ratio``): one clear winner is handed over with
+its own sections, a plateau of notes near the best keeps each of them, and a long note's
+sections the question does not touch stay behind. Chunks of one note are handed over together,
+notes in the order of their best score (``order="score"``) or of their first kept chunk in the
+list (``"rank"``).
 
-The ratio is fit per critic kind, leave-one-domain-out over the notes folders
-(``python -m benchmarks.notes --ship``), and ships in ``handover.json``; a critic kind without
-an entry (the cross-encoder of non-English stores, a caller's own critic) hands over all it
-keeps, as before.
+The rule is fit per critic kind, leave-one-domain-out over notes folders and folders of
+documents (``python -m benchmarks.folders --rules ... --ship``), and ships in
+``handover.json``; a critic kind without an entry (the cross-encoder of non-English stores, a
+caller's own critic) hands over all it keeps, as before.
 """
 
 from __future__ import annotations
@@ -37,9 +40,10 @@ def default_rules_path() -> Path:
 
 @dataclass(frozen=True)
 class HandOverRule:
-    """Keep a chunk besides the best when its score is at least ``ratio`` times the best, when
-    the best scores at least ``confident`` (a list whose best the critic is unsure of is
-    handed over as the critic kept it)."""
+    """Keep a chunk besides the best when its score is at least ``ratio`` times the best, and
+    another note's best chunk when it scores at least ``others`` times the best (None: the
+    ``ratio``), when the best scores at least ``confident`` (a list whose best the critic is
+    unsure of is handed over as the critic kept it); notes in ``order``."""
 
     ratio: float
     source: str  # where the ratio came from, for the trace
@@ -48,13 +52,22 @@ class HandOverRule:
     #: (``OffTopicCut.per_source``): a collection of one-chunk passages, where several may
     #: answer, keeps the critic's hand-over.
     min_per_source: float = 0.0
+    others: float | None = None
+    #: ``"rank"``: notes in the order their first kept chunk comes in the list; ``"score"``:
+    #: in the order of their best score.
+    order: str = "rank"
+
+
+ORDERS = ("rank", "score")
 
 
 def read_rules(path: Path) -> dict[str, HandOverRule]:
-    """The rules in ``path`` per critic kind (``{"rules": {"evidence": {"ratio": 0.6}}}``).
+    """The rules in ``path`` per critic kind (``{"rules": {"evidence": {"ratio": 0.6}}}``;
+    optional ``others``, ``confident``, ``min_per_source`` and ``order``).
 
     Raises:
-        CriticLoadError: The file is missing, not JSON, or a ratio is not in [0, 1].
+        CriticLoadError: The file is missing, not JSON, a ratio is not in [0, 1] or the order
+            is not one of ``ORDERS``.
     """
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
@@ -72,8 +85,16 @@ def read_rules(path: Path) -> dict[str, HandOverRule]:
             raise CriticLoadError(f"{path}: rules.{kind} must be an object with a 'ratio'.")
         values = {
             name: entry.get(name, default)
-            for name, default in (("ratio", None), ("confident", 0.0), ("min_per_source", 0.0))
+            for name, default in (
+                ("ratio", None),
+                ("confident", 0.0),
+                ("min_per_source", 0.0),
+                ("others", entry.get("ratio")),
+            )
         }
+        order = entry.get("order", "rank")
+        if order not in ORDERS:
+            raise CriticLoadError(f"{path}: rules.{kind}.order must be one of {list(ORDERS)}.")
         checked: list[float] = []
         for name, value in values.items():
             top = 100.0 if name == "min_per_source" else 1.0
@@ -87,9 +108,10 @@ def read_rules(path: Path) -> dict[str, HandOverRule]:
                     f"{path}: rules.{kind}.{name} must be a number in [0, {top:g}]."
                 )
             checked.append(float(value))
-        ratio, confident, per_source = checked
+        ratio, confident, per_source, others = checked
+        said = f"ratio {ratio:.2f}" + (f", others {others:.2f}" if others != ratio else "")
         out[str(kind)] = HandOverRule(
-            ratio, f"ratio {ratio:.2f}, {by or path.name}", confident, per_source
+            ratio, f"{said}, {by or path.name}", confident, per_source, others, str(order)
         )
     return out
 
@@ -126,8 +148,8 @@ def narrow(
     """Apply ``rule`` to the ``chosen`` indices (in rank order).
 
     Returns:
-        The indices to hand over, each note's chunks together (notes in the order they first
-        appear), and the trace's line.
+        The indices to hand over, each note's chunks together (notes in the rule's ``order``),
+        and the trace's line.
     """
     finite = [i for i in chosen if not math.isnan(scores[i])]
     if len(chosen) < 2 or not finite:
@@ -139,15 +161,31 @@ def narrow(
             f"{rule.confident:.2f}: the critic is unsure of the best note)"
         )
     floor = rule.ratio * scores[best]
-    kept = [i for i in chosen if i == best or scores[i] >= floor]
+    near = (rule.ratio if rule.others is None else rule.others) * scores[best]
+    tops: dict[str, int] = {}  # each note's best-scored chunk
+    for i in finite:
+        if sources[i] not in tops or scores[i] > scores[tops[sources[i]]]:
+            tops[sources[i]] = i
+    passed = {n for n, top in tops.items() if top == best or scores[top] >= near}
+    kept = [
+        i
+        for i in chosen
+        if i == best or (sources[i] in passed and (i == tops[sources[i]] or scores[i] >= floor))
+    ]
     order: dict[str, list[int]] = {}
     for i in kept:
         order.setdefault(sources[i], []).append(i)
-    grouped = [i for group in order.values() for i in group]
+    notes = list(order)
+    if rule.order == "score":
+        notes.sort(key=lambda n: -scores[tops[n]])
+    grouped = [i for note in notes for i in order[note]]
     dropped = len(chosen) - len(kept)
+    cut = f"{rule.ratio:.2f}"
+    if rule.others is not None and rule.others != rule.ratio:
+        cut += f" (another note's best chunk: {rule.others:.2f})"
     below = (
         f"{dropped} other kept chunk{'s' if dropped != 1 else ''} scored below "
-        f"{rule.ratio:.2f} of its {scores[best]:.3f} ({rule.source})"
+        f"{cut} of its {scores[best]:.3f} ({rule.source})"
     )
     if len(kept) == 1:
         note = f"hand-over: only the best chunk ({sources[best]}); {below}"
@@ -156,8 +194,8 @@ def narrow(
     elif dropped:
         note = (
             f"hand-over: {len(kept)} chunks of {len(order)} notes; {dropped} scored below "
-            f"{rule.ratio:.2f} of the best ({scores[best]:.3f}, {rule.source})"
+            f"{cut} of the best ({scores[best]:.3f}, {rule.source})"
         )
     else:
-        note = f"hand-over: all {len(kept)} kept chunks score within {rule.ratio:.2f} of the best"
+        note = f"hand-over: all {len(kept)} kept chunks score within {cut} of the best"
     return grouped, note
