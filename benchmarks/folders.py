@@ -1,24 +1,34 @@
 """Folders of documents as notes folders: a BEIR set's corpus written as one Markdown file a
-document, ingested as ``ragbrain ingest`` does (so a document spans chunks as a note does), and
-a seeded sample of its queries asked of the shipped retriever.
+document, ingested as ``ragbrain ingest`` does (a document spans chunks as a note does), and a
+seeded sample of its queries asked of the shipped retriever; and the hand-over rule fit
+leave-one-domain-out over these folders and the notes folders.
 
 For each set (``../shared/data/<set>``: ``corpus.jsonl``, ``queries.jsonl``, ``qrels/``) the
-folder ``<out>/<set>/notes/<id>.md`` (``# title``, then the text) is written once, with a fit
-split (train or dev queries) and a test split (test queries), ``--fit`` and ``--test`` of each
-drawn with ``--seed``. The store is built and cached as a notes folder's is
-(``ragbrain.evaluation.notes.notes_store``, under ``$RAGBRAIN_CACHE``). Each query is asked
-at the default level, and once more with the critic threshold at 0, refusal off and no
-hand-over rule (every judged candidate with its critic score, as ``benchmarks.notes --keep``
-records them: a hand-over rule is replayed on them by the node's own code), and of a plain
-dense search of the same store (its top chunks' documents).
-
-Reported per set and split, over documents (a chunk counts as its document, at its first
+folder ``<out>/<set>/notes/<id>.md`` (``# title``, then the text) is written once
+(``write_folder``: ``--docs`` documents), with a fit split (train or dev queries) and a test
+split (test queries), ``--fit`` and ``--test`` of each drawn with ``--seed``. The store is
+built and cached as a notes folder's is (``ragbrain.evaluation.notes.notes_store``, under
+``$RAGBRAIN_CACHE``). Each query is asked at the default level, once more with the critic
+threshold at 0, refusal off and no hand-over rule (every judged candidate with its critic
+score, as ``benchmarks.notes --keep`` records them), and of a plain dense search of the same
+store. Reported per set and split, over documents (a chunk counts as its document, at its first
 chunk; graded qrels): nDCG@10, recall within ten documents, documents handed over, precision
-and refused, for dense top 10 chunks, the default level (a refusal scores 0) and the default
-level's hand-over with refusal off (replayed).
+and refused, for dense top 10 chunks, the default level (a refusal scores 0) and hand-overs
+replayed on the recorded candidates with refusal off (``replay``: the node's own code).
+
+``--rules`` fits the rule (``RULES``: ratio, others, order) leave-one-domain-out on recorded
+answers, a folder of documents' and a notes folder's (``benchmarks.notes --keep``) alike: on
+the other domains' fit splits, the most mean nDCG@10 (documents' queries, notes' broad
+questions) that keeps every notes folder's answerable questions found (``FOUND``), short
+(``CHUNKS``) and from the expected note (``FROM_EXPECTED``); judged on the held-out domain's
+test split. ``--ship`` writes the rule fit on every domain to ``handover.json``.
 
     RAGBRAIN_CACHE=/tmp/issue-54-ir/cache python -m benchmarks.folders scifact nfcorpus \\
         --out /tmp/issue-54-ir [--docs 1200] [--fit 100] [--test 150] [--keep DIR]
+    python -m benchmarks.notes ../shared/data/notes_dev/{tldr,simonw_til,gitlab_runbooks} \\
+        --keep DIR
+    python -m benchmarks.folders --rules DIR/{tldr,simonw_til,gitlab_runbooks}.json \\
+        /tmp/issue-54-ir/keep/{scifact,nfcorpus}.json --name folders-rules [--ship]
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Notes folders as domains: each folder's questions asked of the shipped retriever, and the
-hand-over rule (``ragbrain.critic.handover``) fit leave-one-domain-out across the folders.
+"""Notes folders as domains: each folder's questions asked of the shipped retriever, and a
+hand-over ratio (``ragbrain.critic.handover``) fit leave-one-domain-out across the folders.
 
 For each notes folder (``notes/`` + ``questions.json``, e.g. ``../shared/data/notes_dev/*``):
 the store is built once (cached, ``ragbrain.evaluation.notes``), every question asked at the
@@ -9,8 +9,9 @@ fit on the other folders' fit-split answerable questions only: the largest ratio
 chunks) at which every fit folder still finds an expected note for >= ``FOUND`` of its
 questions. The held-apart folder's test split is judged with that ratio, by the node's own
 code (``nodes.critic.handed_over`` then ``critic.handover.narrow``) on the recorded
-candidates. ``--ship`` writes the ratio fit on every folder's fit split to
-``src/ragbrain/critic/handover.json``.
+candidates: one ratio for every note, a reference for the shipped rule, which is fit with the
+folders of documents (``python -m benchmarks.folders --rules``, on ``--keep``'s files).
+``--ship`` writes the off-topic quantile and cap fit on every folder's fit split.
 
     python -m benchmarks.notes ../shared/data/notes_dev/{tldr,simonw_til,gitlab_runbooks} \\
         [--ship] [--name notes] [--keep DIR]
@@ -337,36 +338,21 @@ def main() -> None:
         },
         text,
     )
-    if args.ship and shipped is not None:
-        ship(names, shipped, payloads, banks)
+    if args.ship:
+        ship(names, payloads, banks)
 
 
 def ship(
     names: Sequence[str],
-    ratio: float,
     payloads: dict[str, dict[str, Any]],
     banks: dict[str, list[float]],
 ) -> None:
-    """Write the hand-over rule (``handover.json``), the quantile stores of prose use and the
-    cap of a store of notes (the model's profile, ``prose_level`` and ``notes_cap``), all fit
-    on every folder's fit split."""
+    """Write the quantile stores of prose use and the cap of a store of notes (the model's
+    profile, ``prose_level`` and ``notes_cap``), fit on every folder's fit split (the hand-over
+    rule is ``benchmarks.folders --rules --ship``'s)."""
     from ragbrain.refusal.offtopic import rescue
 
     model = "all-MiniLM-L6-v2"
-    shipped = ratio
-    from ragbrain.critic.handover import default_rules_path
-    from ragbrain.evaluation import write_json
-
-    record = {
-        "rules": {"evidence": {"ratio": shipped, "min_per_source": MIN_PER_SOURCE}},
-        "fit": {
-            "by": "python -m benchmarks.notes --ship",
-            "folders": {n: "fit split, answerable" for n in names},
-            "found_floor": FOUND,
-        },
-    }
-    write_json(default_rules_path(), record)
-    say(f"wrote {default_rules_path()}")
     from ragbrain.models.profiles import profile, write_profile
 
     prose_level = fit_quantile([(payloads[n], banks[n]) for n in names], rescue(model))
