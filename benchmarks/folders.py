@@ -455,6 +455,11 @@ def main() -> None:
         "fit a hand-over rule leave-one-domain-out instead of asking",
     )
     parser.add_argument("--ship", action="store_true", help="with --rules: write handover.json")
+    parser.add_argument(
+        "--answers",
+        type=Path,
+        help="a folder of answers --keep wrote: summarize them instead of asking again",
+    )
     parser.add_argument("--fit", type=int, default=100)
     parser.add_argument("--test", type=int, default=150)
     parser.add_argument("--seed", type=int, default=0)
@@ -476,13 +481,16 @@ def main() -> None:
     lines = ["# Folders of documents, ingested as notes folders", ""]
     summaries: dict[str, Any] = {}
     for name in args.sets:
-        folder = write_folder(name, args.out, args.fit, args.test, args.seed, args.docs)
+        if args.answers is not None:
+            payload = json.loads((args.answers / f"{name}.json").read_text(encoding="utf-8"))
+        else:
+            folder = write_folder(name, args.out, args.fit, args.test, args.seed, args.docs)
 
-        def progress(done: int, total: int, name: str = name) -> None:
-            if done == total or done % 50 == 0:
-                say(f"{name}: {done}/{total}")
+            def progress(done: int, total: int, name: str = name) -> None:
+                if done == total or done % 50 == 0:
+                    say(f"{name}: {done}/{total}")
 
-        payload = ask_folder(folder, embeddings, progress)
+            payload = ask_folder(folder, embeddings, progress)
         if args.keep is not None:
             args.keep.mkdir(parents=True, exist_ok=True)
             write_json(args.keep / f"{name}.json", payload)
