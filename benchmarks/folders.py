@@ -165,7 +165,8 @@ def ask_folder(folder: Path, embeddings: Any, progress: Callable[[int, int], Non
     judged candidate with its score) and a plain dense search."""
     from dataclasses import replace
 
-    from ragbrain.evaluation.notes import cached_store_path, load_questions, notes_store
+    from ragbrain.evaluation import cached_store_path, notes_store
+    from ragbrain.evaluation.notes import load_questions
     from ragbrain.graph import build_graph
     from ragbrain.retriever import CorrectiveRetriever
     from ragbrain.settings import resolve_model
