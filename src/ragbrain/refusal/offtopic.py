@@ -493,9 +493,12 @@ def hold_to_cap(cut: OffTopicCut, cap: float, strict_scale: float) -> OffTopicCu
     On a store of notes in Latin and one other script (``by_script``) the cap holds the cut
     of that other script, the notes' own language: English questions about the notes keep
     the Latin cut, and a question in a third script the store-wide one (it finds the notes
-    across languages, from farther). Elsewhere it holds the store-wide cut, which the notes'
-    own script uses (a question in another script has the cut across scripts).
+    across languages, from farther). On a store in one script (or of a model that reads
+    English only) it holds the store-wide cut, which the notes' own script uses (a question
+    in another script has the cut across scripts). A store in several other scripts keeps
+    its cut: measured across scripts, it is every question's.
     """
+    written = [s for s, share in cut.scripts.items() if share >= RARE_SCRIPT and s != "none"]
     if cut.by_script:
         held = sorted(s for s, c in cut.by_script.items() if s != "latin" and c > cap)
         if not held:
@@ -503,7 +506,7 @@ def hold_to_cap(cut: OffTopicCut, cap: float, strict_scale: float) -> OffTopicCu
         by_script = {**cut.by_script, **dict.fromkeys(held, cap)}
         note = f", the {' and '.join(held)} cut held to the notes cap {cap}"
         return replace(cut, by_script=by_script, source=cut.source + note)
-    if cut.distance <= cap:
+    if cut.distance <= cap or (len(written) > 1 and not english_only(cut.model)):
         return cut
     return replace(
         cut,
