@@ -840,22 +840,19 @@ def test_a_store_of_notes_in_two_scripts_holds_its_own_scripts_cut_to_the_notes_
     assert passages is not None and passages.by_script == free.by_script
 
 
-def test_a_one_script_store_of_notes_holds_its_store_wide_cut_to_the_notes_cap(
+def test_a_multilingual_store_of_notes_in_one_script_keeps_its_cut(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Thai notes alone: the store-wide cut is the notes' own script's, the one held; a
-    question in another script keeps the cut across scripts."""
+    """Thai notes alone: no cut of their own script beside Latin, so no cap holds the
+    store-wide cut (measured on passages in one script, it refused questions they answer)."""
     embeddings = NamedBagOfWords(E5)
     thai = [f"บันทึก การสำรองข้อมูล ฐานข้อมูล หมายเลข {i}" for i in range(30)]
     with_e5_offtopic(monkeypatch, notes_cap=None)
     free = offtopic.calibrate(store_of(tmp_path / "a", thai, embeddings, per_source=3))
     assert free is not None and free.by_script == {} and free.across is not None
-    cap = round(free.distance - 0.01, 4)
-    with_e5_offtopic(monkeypatch, notes_cap=cap)
+    with_e5_offtopic(monkeypatch, notes_cap=round(free.distance - 0.01, 4))
     got = offtopic.calibrate(store_of(tmp_path / "b", thai, embeddings, per_source=3))
-    assert got is not None and got.distance == cap and got.across == free.across
-    assert got.strict == round(cap * offtopic.levels(E5)[1], 4)
-    assert offtopic.limit_for("what is a database backup", got) == (free.across, True)
+    assert got is not None and got.distance == free.distance and "notes cap" not in got.source
 
 
 def test_a_store_of_notes_in_several_languages_keeps_its_cut_across_scripts(

@@ -490,15 +490,14 @@ def hold_to_cap(cut: OffTopicCut, cap: float, strict_scale: float) -> OffTopicCu
     come closer to a notes folder than its own questions ever stray (one topic a note), so
     the bank's quantile lands loose.
 
-    On a store of notes in Latin and one other script (``by_script``) the cap holds the cut
-    of that other script, the notes' own language: English questions about the notes keep
-    the Latin cut, and a question in a third script the store-wide one (it finds the notes
-    across languages, from farther). On a store in one script (or of a model that reads
-    English only) it holds the store-wide cut, which the notes' own script uses (a question
-    in another script has the cut across scripts). A store in several other scripts keeps
-    its cut: measured across scripts, it is every question's.
+    On a store of an English-only model the cap holds the store-wide cut. On a multilingual
+    model's store of notes in Latin and one other script (``by_script``) it holds the cut of
+    that other script, the notes' own language: English questions about the notes keep the
+    Latin cut, and a question in a third script the store-wide one (it finds the notes across
+    languages, from farther). A multilingual store in one script, or in several besides
+    Latin, keeps its cut: measured on Japanese, Thai and Chinese passages, a cap there
+    refused questions they answer (docs/decisions/offtopic-notes-cap-own-script.md).
     """
-    written = [s for s, share in cut.scripts.items() if share >= RARE_SCRIPT and s != "none"]
     if cut.by_script:
         held = sorted(s for s, c in cut.by_script.items() if s != "latin" and c > cap)
         if not held:
@@ -506,7 +505,7 @@ def hold_to_cap(cut: OffTopicCut, cap: float, strict_scale: float) -> OffTopicCu
         by_script = {**cut.by_script, **dict.fromkeys(held, cap)}
         note = f", the {' and '.join(held)} cut held to the notes cap {cap}"
         return replace(cut, by_script=by_script, source=cut.source + note)
-    if cut.distance <= cap or (len(written) > 1 and not english_only(cut.model)):
+    if cut.distance <= cap or not english_only(cut.model):
         return cut
     return replace(
         cut,
