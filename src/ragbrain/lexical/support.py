@@ -23,34 +23,12 @@ QUESTION_WORDS = (
 )
 
 
-#: The same in Japanese, Thai and Chinese (interrogatives, "to do / to be" verbs, question
-#: particles, pronouns), left out of support only: a Thai question "how many rounds in Muay
-#: Thai" held by a chunk for "how many" and "minutes" read as half supported. BM25's ranking
-#: skips the English words alone (``question_terms``), as measured for identifier questions
-#: (docs/decisions/identifier-fusion.md).
-OTHER_QUESTION_WORDS = (
-    "何 なに なん どう どうして どうやって なぜ どこ どれ どの どんな いつ 誰 だれ いくつ いくら "
-    "する なる できる ある いる "
-    "อะไร ทำไม อย่างไร ยังไง ไหน ที่ไหน เมื่อไร เมื่อไหร่ ใคร กี่ เท่าไร เท่าไหร่ ไหม มั้ย หรือเปล่า "
-    "什么 怎么 怎样 怎么样 为什么 哪 哪里 哪个 哪些 谁 多少 几 吗 呢 如何 是 的 能 可以 会 要 应该 "
-    "我 你 我们"
-)
-
-
 @cache
 def question_terms() -> frozenset[str]:
     """``QUESTION_WORDS`` as the index's terms (stemmed: "why" -> "whi")."""
     from ragbrain.lexical.tokens import tokenize
 
     return frozenset(tokenize(QUESTION_WORDS))
-
-
-@cache
-def support_skips() -> frozenset[str]:
-    """The terms support leaves out: ``question_terms`` and ``OTHER_QUESTION_WORDS``'."""
-    from ragbrain.lexical.tokens import tokenize
-
-    return question_terms() | frozenset(tokenize(OTHER_QUESTION_WORDS))
 
 
 def lexical_support(index: LexicalIndex, query: str, hits: Sequence[str]) -> float | None:
@@ -62,7 +40,7 @@ def lexical_support(index: LexicalIndex, query: str, hits: Sequence[str]) -> flo
     Returns:
         A share in [0, 1]; None for a question without index terms.
     """
-    weights, mass = index.query_weights(query, skip=support_skips())
+    weights, mass = index.query_weights(query, skip=question_terms())
     if mass <= 0:
         return None
     best = 0.0
