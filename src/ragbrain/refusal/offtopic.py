@@ -254,7 +254,7 @@ def _first_of(text: str, script: str) -> int:
 
 
 @lru_cache(maxsize=8)
-def _question_script(query: str) -> str:
+def question_script(query: str) -> str:
     """A question's script, of its first ``READ_QUERY_CHARS`` (``read_part``), kept for the
     last few questions: a run asks for it in several steps."""
     return script_of(read_part(query))
@@ -618,7 +618,7 @@ def refusal_reason(
     """
     if best_distance is None:
         return "the search found no chunk to judge"
-    script = _question_script(query)
+    script = question_script(query)
     if (
         english_only(cut.model)
         and script not in ("latin", "none")
@@ -663,6 +663,13 @@ def _closer_to_general(
     )
 
 
+def main_script(cut: OffTopicCut) -> str | None:
+    """The script most of the store's chunks are written in (``OffTopicCut.scripts``, learnt
+    with the cut); None when none was recorded or no chunk has letters."""
+    written = {s: share for s, share in cut.scripts.items() if s not in ("none", "other")}
+    return max(written, key=lambda s: written[s]) if written else None
+
+
 def crosses(script: str, cut: OffTopicCut) -> bool:
     """Whether a question in ``script`` is asked across scripts on the store ``cut`` was
     learnt on (its notes hardly use that script)."""
@@ -674,7 +681,7 @@ def limit_for(query: str, cut: OffTopicCut, *, strict: bool = False) -> tuple[fl
     the cut across scripts (``OffTopicCut.across``: the same at both levels, since across
     scripts the distance cannot tell a missing answer from a present one)."""
     limit = cut.strict if strict else cut.distance
-    script = _question_script(query)
+    script = question_script(query)
     own = cut.by_script.get(script)
     if own is not None:
         scale = cut.strict / cut.distance if strict and cut.distance > 0 else 1.0
