@@ -44,9 +44,8 @@ from ragbrain.refusal.offtopic import (
     STALE_CHANGE,
     OffTopicCut,
     general_distance,
-    main_script,
-    question_script,
     store_cut,
+    writes_in,
 )
 
 if TYPE_CHECKING:
@@ -171,15 +170,15 @@ class StoreSettings:
 
     def judging(self, query: str) -> tuple[Critic | None, HandOverRule | None, str]:
         """The critic and hand-over rule that judge ``query``: ``notes_script``'s when the store
-        has one and ``query`` is written in the notes' script, else the store's; and the
-        trace's word on the choice ("" when the store has a single critic)."""
+        has one and ``query`` is written in the notes' script (has letters of it:
+        ``ragbrain.refusal.offtopic.writes_in``), else the store's; and the trace's word on
+        the choice ("" when the store has a single critic)."""
         own = self.notes_script
         if own is None:
             return self.critic, self.handover, ""
-        script = question_script(query)
-        if script == own.script:
-            return own.critic, own.handover, f"a question in the notes' script ({script})"
-        return self.critic, self.handover, f"a question in another script ({script})"
+        if writes_in(query, own.script):
+            return own.critic, own.handover, f"a question in the notes' script ({own.script})"
+        return self.critic, self.handover, f"a question not in the notes' script ({own.script})"
 
     def for_critic_filter(
         self, query: str
@@ -311,14 +310,15 @@ def resolve(
     if handover == "shipped" and bound is not None:
         rule = rule_for(bound, per_source)
     notes_script = None
+    found = None
     if isinstance(critic, ShippedCritic) and cut is not None:
-        script = main_script(cut)
-        own = critic.for_script(store, script, per_source, lexical)
-        if own is not None and script is not None:
-            own_rule = handover if isinstance(handover, HandOverRule) else None
-            if handover == "shipped":
-                own_rule = rule_for(own, per_source, model.name)
-            notes_script = ScriptCritic(script, own, own_rule)
+        found = critic.for_script(store, cut.scripts, per_source, lexical)
+    if found is not None:
+        script, own = found
+        own_rule = handover if isinstance(handover, HandOverRule) else None
+        if handover == "shipped":
+            own_rule = rule_for(own, per_source, model.name)
+        notes_script = ScriptCritic(script, own, own_rule)
     general = None
     if cut is not None and cut.across is not None and cut.margin is not None:
         general = general_distance(store)

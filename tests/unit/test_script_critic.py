@@ -109,7 +109,7 @@ def test_a_question_in_another_script_gets_the_cross_encoder_and_is_answered(
     question = {"query": "how do I undo a commit with git reset or revert", "type_filter": None}
     out = graph.invoke(question, context=RetrievalContext())
     assert not out["critic"].startswith("on (evidence"), out["critic"]
-    assert "a question in another script (latin)" in out["notes"][-1]
+    assert "a question not in the notes' script (cjk)" in out["notes"][-1]
     assert "hand-over" not in out["notes"][-1]
     assert out["answerable"] and out["documents"], out["abstain_reason"]
     assert "git" in {Path(d.metadata["source"]).stem for d in out["documents"]}

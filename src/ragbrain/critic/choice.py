@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, cast
 
@@ -100,30 +100,36 @@ class ShippedCritic:
     def for_script(
         self,
         store: Store,
-        script: str | None,
+        scripts: Mapping[str, float],
         per_source: float | None,
         lexical: LexicalSearcher | None = None,
-    ) -> EvidenceCritic | None:
-        """The critic for questions written in ``script``, the script of most of ``store``'s
-        notes, where ``for_store`` gives the cross-encoder: the evidence critic, bound to the
-        store, reading its distances scaled onto the layer's model's (``for_model``) with the
-        strict cuts fit on such notes (``for_notes``), on a store of notes (``per_source``
+    ) -> tuple[str, EvidenceCritic] | None:
+        """The critic for questions written in the script of ``store``'s notes, where
+        ``for_store`` gives the cross-encoder, and that script: the evidence critic, bound to
+        the store, reading its distances scaled onto the layer's model's (``for_model``) with
+        the strict cuts fit on such notes (``for_notes``), on a store of notes (``per_source``
         chunks a note, at least the rule's) of a model for which a hand-over rule was fit on
         notes in that script (``evidence@<model>`` in ``handover.json``, its ``scripts``:
-        Japanese, Thai and Chinese notes on multilingual-e5-small); None elsewhere. A question
-        in another script keeps the cross-encoder, which reads a pair across languages
+        Japanese, Thai and Chinese notes on multilingual-e5-small). The script is the rule's
+        script most of the chunks use (``scripts``: each script's share of the chunks; code
+        and English make a Latin share of their own). None elsewhere. A question in another
+        script keeps the cross-encoder, which reads a pair across languages
         (docs/decisions/e5-notes-script-critic.md)."""
         from ragbrain.critic.handover import shipped_rules
+        from ragbrain.refusal.offtopic import RARE_SCRIPT
 
         evidence, model = self.evidence(), store.embedding_model
         if evidence is None or model is None or model == evidence.embedding_model:
             return None
         rule = shipped_rules().get(f"{evidence.kind}@{model}")
-        if rule is None or script not in rule.scripts:
+        if rule is None or per_source is None or per_source < rule.min_per_source:
             return None
-        if per_source is None or per_source < rule.min_per_source:
+        written = [s for s in rule.scripts if scripts.get(s, 0.0) >= RARE_SCRIPT]
+        if not written:
             return None
-        return evidence.for_store(store, lexical).for_model(model).for_notes(per_source, model)
+        script = max(written, key=lambda s: scripts[s])
+        bound = evidence.for_store(store, lexical).for_model(model).for_notes(per_source, model)
+        return script, bound
 
     def score(
         self, query: str, passages: Sequence[str], distances: Sequence[float] | None = None

@@ -663,11 +663,15 @@ def _closer_to_general(
     )
 
 
-def main_script(cut: OffTopicCut) -> str | None:
-    """The script most of the store's chunks are written in (``OffTopicCut.scripts``, learnt
-    with the cut); None when none was recorded or no chunk has letters."""
-    written = {s: share for s, share in cut.scripts.items() if s not in ("none", "other")}
-    return max(written, key=lambda s: written[s]) if written else None
+@lru_cache(maxsize=8)
+def writes_in(query: str, script: str) -> bool:
+    """Whether ``query`` (its first ``READ_QUERY_CHARS``) has a letter in ``script`` (one of
+    ``script_of``'s names other than ``latin``): a Japanese question that names its tools in
+    Latin letters is mostly Latin by ``script_of``, and still written in Japanese."""
+    return any(
+        char.isalpha() and not char.isascii() and _letter_script(char) == script
+        for char in set(read_part(query))
+    )
 
 
 def crosses(script: str, cut: OffTopicCut) -> bool:
