@@ -10,9 +10,9 @@ Every per-store decision is made here and nowhere else:
 - the critic, bound to the store (the evidence critic on stores of the model its layer
   learned, the cross-encoder on the others; the strict cuts fit on notes for a store of notes);
 - the hand-over rule (``ragbrain.critic.handover``) for that critic on that store;
-- on a store of notes in one script whose model's notes the evidence critic was fit on
-  (Japanese, Thai and Chinese notes on multilingual-e5-small), the critic and hand-over rule
-  for a question in the notes' script (``ScriptCritic``; ``StoreSettings.judging`` picks by
+- on a store of notes whose model and script the evidence critic was fit for (Japanese and
+  Chinese notes on multilingual-e5-small), the critic and hand-over rule for a question in
+  the notes' script (``ScriptCritic``; ``StoreSettings.judging`` picks by
   the question's script);
 - the hybrid fusion's BM25 power and the query languages whose dense ranking counts
   (``ragbrain.hybrid``).
@@ -107,7 +107,7 @@ class ScriptCritic:
     (``ShippedCritic.for_script``), where the store's critic judges the others.
 
     Attributes:
-        script: The notes' script (``ragbrain.refusal.offtopic.script_of``: ``cjk``, ``thai``).
+        script: The notes' script (``ragbrain.refusal.offtopic.script_of``'s name: ``cjk``).
         critic: The critic, bound to the store.
         handover: Its hand-over rule; None hands over every kept chunk.
     """

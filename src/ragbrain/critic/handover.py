@@ -15,8 +15,8 @@ The ratio is fit per critic kind, leave-one-domain-out over the notes folders
 an entry (the cross-encoder of non-English stores, a caller's own critic) hands over all it
 keeps, as before. An entry ``<kind>@<model>`` is the rule fit for that critic on notes of
 another embedding model, for questions in the ``scripts`` it was fit on
-(``evidence@multilingual-e5-small``: Japanese, Thai and Chinese notes, each asked in its own
-language; ``ragbrain.critic.choice.ShippedCritic.for_script``).
+(``evidence@multilingual-e5-small``: fit on Japanese, Thai and Chinese notes asked in their
+own language, for Japanese and Chinese questions: ``ShippedCritic.for_script``).
 """
 
 from __future__ import annotations
