@@ -12,8 +12,7 @@ Every per-store decision is made here and nowhere else:
 - the hand-over rule (``ragbrain.critic.handover``) for that critic on that store;
 - on a store of notes whose model and script the evidence critic was fit for (Japanese and
   Chinese notes on multilingual-e5-small), the critic and hand-over rule for a question in
-  the notes' script (``ScriptCritic``; ``StoreSettings.judging`` picks by
-  the question's script);
+  the notes' script (``ScriptCritic``; ``StoreSettings.judging`` picks per question);
 - the hybrid fusion's BM25 power and the query languages whose dense ranking counts
   (``ragbrain.hybrid``).
 

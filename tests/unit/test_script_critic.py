@@ -133,3 +133,25 @@ def test_one_chunk_passages_and_minilm_stores_keep_one_critic_for_every_question
     english = store_resolution(minilm, shipped).current()
     assert english.notes_script is None and isinstance(english.critic, EvidenceCritic)
     assert english.critic.distance_scale == 1.0
+
+
+def test_a_question_is_in_the_notes_script_when_it_has_a_letter_of_it() -> None:
+    from ragbrain.refusal.offtopic import script_of, writes_in
+
+    mostly_latin = "TypeScript の satisfies operator と as const の違い"
+    assert script_of(mostly_latin) == "latin" and writes_in(mostly_latin, "cjk")
+    assert not writes_in("What does the satisfies operator do in TypeScript?", "cjk")
+    assert writes_in("Power BI ใช้ทำอะไร", "thai") and not writes_in("Power BI ใช้ทำอะไร", "cjk")
+
+
+def test_a_hand_over_rule_with_bad_scripts_is_refused(tmp_path: Path) -> None:
+    from ragbrain.critic.handover import read_rules
+    from ragbrain.errors import CriticLoadError
+
+    path = tmp_path / "handover.json"
+    path.write_text('{"rules": {"evidence@m": {"ratio": 0.5, "scripts": "cjk"}}}')
+    with pytest.raises(CriticLoadError, match="scripts must be a list"):
+        read_rules(path)
+    path.write_text('{"rules": {"evidence@m": {"ratio": 0.5, "scripts": ["cjk"], "fit": "x"}}}')
+    rule = read_rules(path)["evidence@m"]
+    assert rule.scripts == ("cjk",) and rule.source == "ratio 0.50, x"

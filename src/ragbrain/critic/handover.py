@@ -14,7 +14,7 @@ The ratio is fit per critic kind, leave-one-domain-out over the notes folders
 (``python -m benchmarks.notes --ship``), and ships in ``handover.json``; a critic kind without
 an entry (the cross-encoder of non-English stores, a caller's own critic) hands over all it
 keeps, as before. An entry ``<kind>@<model>`` is the rule fit for that critic on notes of
-another embedding model, for questions in the ``scripts`` it was fit on
+another embedding model, for questions in its ``scripts``
 (``evidence@multilingual-e5-small``: fit on Japanese, Thai and Chinese notes asked in their
 own language, for Japanese and Chinese questions: ``ShippedCritic.for_script``).
 """
@@ -51,8 +51,8 @@ class HandOverRule:
     #: (``OffTopicCut.per_source``): a collection of one-chunk passages, where several may
     #: answer, keeps the critic's hand-over.
     min_per_source: float = 0.0
-    #: The scripts of the questions it was fit on (``ragbrain.refusal.offtopic.script_of``);
-    #: empty: any.
+    #: The scripts of the questions it applies to (``ragbrain.refusal.offtopic.script_of``'s
+    #: names; ``ShippedCritic.for_script``); empty: any.
     scripts: tuple[str, ...] = ()
 
 

@@ -254,7 +254,7 @@ def _first_of(text: str, script: str) -> int:
 
 
 @lru_cache(maxsize=8)
-def question_script(query: str) -> str:
+def _question_script(query: str) -> str:
     """A question's script, of its first ``READ_QUERY_CHARS`` (``read_part``), kept for the
     last few questions: a run asks for it in several steps."""
     return script_of(read_part(query))
@@ -618,7 +618,7 @@ def refusal_reason(
     """
     if best_distance is None:
         return "the search found no chunk to judge"
-    script = question_script(query)
+    script = _question_script(query)
     if (
         english_only(cut.model)
         and script not in ("latin", "none")
@@ -685,7 +685,7 @@ def limit_for(query: str, cut: OffTopicCut, *, strict: bool = False) -> tuple[fl
     the cut across scripts (``OffTopicCut.across``: the same at both levels, since across
     scripts the distance cannot tell a missing answer from a present one)."""
     limit = cut.strict if strict else cut.distance
-    script = question_script(query)
+    script = _question_script(query)
     own = cut.by_script.get(script)
     if own is not None:
         scale = cut.strict / cut.distance if strict and cut.distance > 0 else 1.0
