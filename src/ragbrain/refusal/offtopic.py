@@ -712,6 +712,17 @@ def _closer_to_general(
     )
 
 
+@lru_cache(maxsize=8)
+def writes_in(query: str, script: str) -> bool:
+    """Whether ``query`` (its first ``READ_QUERY_CHARS``) has a letter in ``script`` (one of
+    ``script_of``'s names other than ``latin``): a Japanese question that names its tools in
+    Latin letters is mostly Latin by ``script_of``, and still written in Japanese."""
+    return any(
+        char.isalpha() and not char.isascii() and _letter_script(char) == script
+        for char in set(read_part(query))
+    )
+
+
 def crosses(script: str, cut: OffTopicCut) -> bool:
     """Whether a question in ``script`` is asked across scripts on the store ``cut`` was
     learnt on (its notes hardly use that script)."""
