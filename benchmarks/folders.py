@@ -395,14 +395,19 @@ def rules_lodo(paths: Sequence[Path], threshold: float, ship: bool) -> tuple[dic
             out["all"] = {"rule": said, "fit_mean": round(mean, 4)}
             lines += ["", f"Fit on every domain's fit split: {said} (mean {mean:.4f}).", ""]
             if ship and rule is not None:
+                path = default_rules_path()
+                kept = (
+                    json.loads(path.read_text(encoding="utf-8"))["rules"] if path.is_file() else {}
+                )
                 record = {
-                    "rules": {
+                    "rules": {  # the evidence critic's rule; other kinds' entries as they were
+                        **kept,
                         "evidence": {
                             "ratio": rule.ratio,
                             "others": rule.others,
                             "order": rule.order,
                             "min_per_source": shipped.min_per_source if shipped else 0.0,
-                        }
+                        },
                     },
                     "fit": {
                         "by": "python -m benchmarks.folders --rules ... --ship",

@@ -181,6 +181,104 @@ def fit_cap(
     return min(ok) if ok else None
 
 
+#: Caps tried for the cut of the notes' own script on a multilingual model's stores of notes
+#: (``offtopic.hold_to_cap``): cosine distances.
+OWN_CAPS = tuple(round(0.10 + 0.002 * n, 3) for n in range(31))
+OWN_GROUPS = ("answerable", "offtopic/general", "offtopic/trap", "missing", "broad")
+
+
+def own_refused(
+    payload: dict[str, Any], cut: Any, cap: float | None, split: str, *, strict: bool = False
+) -> dict[str, float]:
+    """Each group's share refused as off-topic on ``split``, of the questions written in the
+    notes' language (``lang`` not English), with ``cut`` (the store's cut as the bank sets it)
+    held to ``cap`` (None: not held), by the node's own rule (``offtopic.refusal_reason``)."""
+    from ragbrain.refusal.offtopic import hold_to_cap, levels, refusal_reason
+
+    held = cut if cap is None else hold_to_cap(cut, cap, levels(cut.model)[1])
+    out = {}
+    for group in OWN_GROUPS:
+        rows = [
+            a
+            for a in payload["answers"]
+            if a["group"] == group and a["split"] == split and a.get("lang", "en") != "en"
+        ]
+        refused = [
+            refusal_reason(a["q"], a["nearest"], held, strict=strict, support=a["support"])
+            is not None
+            for a in rows
+        ]
+        out[group] = round(sum(refused) / max(len(rows), 1), 4)
+    return out
+
+
+def fit_own_cap(fit: Sequence[tuple[dict[str, Any], Any]]) -> float | None:
+    """The cap of the notes' own script that refuses the most off-topic fit questions in the
+    notes' language while no fit folder refuses more than 2% of its answerable ones (the
+    loosest of equals); None when no cap refuses more than the bank's cut alone."""
+
+    def offtopic(cap: float | None) -> float:
+        return sum(
+            sum(own_refused(p, c, cap, "fit")[g] for g in ("offtopic/general", "offtopic/trap"))
+            for p, c in fit
+        )
+
+    ok = [
+        cap
+        for cap in OWN_CAPS
+        if all(own_refused(p, c, cap, "fit")["answerable"] <= 0.02 for p, c in fit)
+    ]
+    best = max(ok, key=lambda cap: (offtopic(cap), cap), default=None)
+    return best if best is not None and offtopic(best) > offtopic(None) else None
+
+
+def own_cap_lodo(
+    folders: Sequence[Path], everyone: dict[str, dict[str, Any]], model: str
+) -> tuple[dict[str, Any], float | None, list[str]]:
+    """The cap of the notes' own script on ``model``'s folders, fit leave-one-folder-out:
+    each held-apart folder's test split with the cap fit on the others; the cap fit on every
+    folder; the report's lines."""
+    from ragbrain import Store
+    from ragbrain.evaluation import cached_store_path
+    from ragbrain.models.embeddings import embeddings_for
+    from ragbrain.refusal import offtopic
+
+    embeddings = embeddings_for(model)
+    cuts = {}
+    for folder in folders:
+        if everyone.get(folder.name, {}).get("model") == model:
+            store = Store.open(cached_store_path(folder, model), embeddings)
+            cuts[folder.name] = offtopic.calibrate(store, capped=False)
+    pairs = {n: (everyone[n], c) for n, c in cuts.items() if c is not None}
+    lodo: dict[str, Any] = {}
+    for held, (payload, cut) in pairs.items():
+        cap = fit_own_cap([pair for name, pair in pairs.items() if name != held])
+        lodo[held] = {
+            "cap": cap,
+            "bank": own_refused(payload, cut, None, "test"),
+            "capped": own_refused(payload, cut, cap, "test"),
+            "strict_bank": own_refused(payload, cut, None, "test", strict=True),
+            "strict_capped": own_refused(payload, cut, cap, "test", strict=True),
+        }
+    shipped = fit_own_cap(list(pairs.values())) if len(pairs) > 1 else None
+    lines = [
+        f"## Off-topic cap of the notes' own script ({model}), leave-one-folder-out (test "
+        "split, questions in the notes' language, refused as off-topic)",
+        "",
+        "| held-apart folder | cap (fit on the others) | answerable / general / trap / missing "
+        "/ broad: the bank's cut | held to the cap | strict: the bank's cut | strict, held |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, entry in lodo.items():
+        cells = [
+            " / ".join(percent(entry[key][g]) for g in OWN_GROUPS)
+            for key in ("bank", "capped", "strict_bank", "strict_capped")
+        ]
+        lines.append(f"| {name} | {entry['cap']} | " + " | ".join(cells) + " |")
+    lines += ["", f"Fit on every folder's fit split: cap {shipped}.", ""]
+    return lodo, shipped, lines
+
+
 def evaluate_all(
     folders: Sequence[Path], model: str, embeddings: Any, identifiers: int
 ) -> dict[str, dict[str, Any]]:
@@ -324,6 +422,9 @@ def main() -> None:
             + " |"
         )
     lines.append("")
+    e5_model = "multilingual-e5-small"
+    own_lodo, own_cap, own_lines = own_cap_lodo(args.folders, everyone, e5_model)
+    lines += own_lines if own_lodo else []
     text = "\n".join(lines)
     print(text)
     save(
@@ -334,12 +435,26 @@ def main() -> None:
             "lodo": lodo,
             "shipped_ratio": shipped,
             "offtopic_lodo": offtopic_lodo,
+            "own_cap_lodo": own_lodo,
+            "own_cap": own_cap,
             "summaries": {n: p["summary"] for n, p in everyone.items()},
         },
         text,
     )
     if args.ship:
         ship(names, payloads, banks)
+    if args.ship and len(own_lodo) > 1:
+        ship_own_cap(e5_model, own_cap)
+
+
+def ship_own_cap(model: str, cap: float | None) -> None:
+    """Write ``model``'s notes cap (its profile's ``notes_cap``), fit on every folder."""
+    from ragbrain.models.profiles import profile, write_profile
+
+    shipped_profile = profile(model)
+    assert shipped_profile is not None
+    levels = replace(shipped_profile.offtopic, notes_cap=cap)
+    say(f"wrote {write_profile(replace(shipped_profile, offtopic=levels))}")
 
 
 def ship(

@@ -10,6 +10,9 @@ Every per-store decision is made here and nowhere else:
 - the critic, bound to the store (the evidence critic on stores of the model its layer
   learned, the cross-encoder on the others; the strict cuts fit on notes for a store of notes);
 - the hand-over rule (``ragbrain.critic.handover``) for that critic on that store;
+- on a store of notes whose model and script the evidence critic was fit for (Japanese and
+  Chinese notes on multilingual-e5-small), the critic and hand-over rule for a question in
+  the notes' script (``ScriptCritic``; ``StoreSettings.judging`` picks per question);
 - the hybrid fusion's BM25 power and the query languages whose dense ranking counts
   (``ragbrain.hybrid``).
 
@@ -28,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from ragbrain.context import DEFAULT_GATE_THRESHOLD
+from ragbrain.critic.choice import ShippedCritic
 from ragbrain.critic.evidence import EvidenceCritic
 from ragbrain.critic.handover import HandOverRule, rule_for
 from ragbrain.critic.model import TransformerCritic
@@ -40,6 +44,7 @@ from ragbrain.refusal.offtopic import (
     OffTopicCut,
     general_distance,
     store_cut,
+    writes_in,
 )
 
 if TYPE_CHECKING:
@@ -96,6 +101,32 @@ def resolve_model(embeddings: Embeddings) -> ModelSettings:
 
 
 @dataclass(frozen=True)
+class ScriptCritic:
+    """The critic and hand-over rule for questions written in the script of the store's notes
+    (``ShippedCritic.for_script``), where the store's critic judges the others.
+
+    Attributes:
+        script: The notes' script (``ragbrain.refusal.offtopic.script_of``'s name: ``cjk``).
+        critic: The critic, bound to the store.
+        handover: Its hand-over rule; None hands over every kept chunk.
+    """
+
+    script: str
+    critic: Critic
+    handover: HandOverRule | None
+
+
+def critic_name(critic: Critic | None, off_reason: str = "") -> str:
+    """A critic in a few words."""
+    if critic is None:
+        return f"off ({off_reason})"
+    kind = getattr(critic, "kind", None) or type(critic).__name__
+    scale = getattr(critic, "distance_scale", 1.0)  # the evidence critic on another model's
+    scaled = f", distances x{scale:.2f}" if scale != 1.0 else ""
+    return f"{kind} (threshold {critic.threshold:.3f}{scaled})"
+
+
+@dataclass(frozen=True)
 class StoreSettings:
     """Every per-store decision the graph reads, made once by ``resolve``.
 
@@ -111,6 +142,8 @@ class StoreSettings:
         handover: The hand-over rule; None hands over every kept chunk.
         general: A question's distance to the nearest of the bank's general questions, for
             the cut across scripts; None when the cut has none.
+        notes_script: The critic and hand-over rule for a question in the notes' script, where
+            ``critic`` and ``handover`` judge the others; None: those judge every question.
     """
 
     model: ModelSettings
@@ -122,6 +155,7 @@ class StoreSettings:
     critic_off_reason: str
     handover: HandOverRule | None
     general: Callable[[str], float] | None = field(default=None, repr=False, compare=False)
+    notes_script: ScriptCritic | None = None
 
     @property
     def bm25_power(self) -> float:
@@ -133,25 +167,41 @@ class StoreSettings:
         """The query languages whose dense ranking counts in the fusion (the model's)."""
         return self.model.reads
 
+    def judging(self, query: str) -> tuple[Critic | None, HandOverRule | None, str]:
+        """The critic and hand-over rule that judge ``query``: ``notes_script``'s when the store
+        has one and ``query`` is written in the notes' script (has letters of it:
+        ``ragbrain.refusal.offtopic.writes_in``), else the store's; and the trace's word on
+        the choice ("" when the store has a single critic)."""
+        own = self.notes_script
+        if own is None:
+            return self.critic, self.handover, ""
+        if writes_in(query, own.script):
+            return own.critic, own.handover, f"a question in the notes' script ({own.script})"
+        return self.critic, self.handover, f"a question not in the notes' script ({own.script})"
+
     def for_critic_filter(
-        self,
+        self, query: str
     ) -> tuple[
-        Critic | None, str, OffTopicCut | None, HandOverRule | None, Callable[[str], float] | None
+        Critic | None,
+        str,
+        OffTopicCut | None,
+        HandOverRule | None,
+        Callable[[str], float] | None,
+        str,
     ]:
-        """What ``critic_filter`` reads: the critic, why it is off, the off-topic cut, the
-        hand-over rule and the distance to the bank's general questions."""
-        return self.critic, self.critic_off_reason, self.offtopic, self.handover, self.general
+        """What ``critic_filter`` reads for ``query``: the critic, why it is off, the off-topic
+        cut, the hand-over rule, the distance to the bank's general questions and the word on
+        the critic's choice (``judging``)."""
+        critic, handover, chosen = self.judging(query)
+        return critic, self.critic_off_reason, self.offtopic, handover, self.general, chosen
 
     def critic_name(self) -> str:
-        """The critic in a few words."""
-        if self.critic is None:
-            return f"off ({self.critic_off_reason})"
-        kind = getattr(self.critic, "kind", None) or type(self.critic).__name__
-        return f"{kind} (threshold {self.critic.threshold:.3f})"
+        """The store's critic in a few words."""
+        return critic_name(self.critic, self.critic_off_reason)
 
     def summary(self) -> dict[str, Any]:
         """The value in plain JSON values, as the trace and LangGraph Studio show it."""
-        cut = self.offtopic
+        cut, own = self.offtopic, self.notes_script
         return {
             "model": self.model.name,
             "chunks": self.chunks,
@@ -162,6 +212,11 @@ class StoreSettings:
             "offtopic_source": None if cut is None else cut.source,
             "critic": self.critic_name(),
             "handover": None if self.handover is None else self.handover.source,
+            "notes_script": None if own is None else own.script,
+            "notes_script_critic": None if own is None else critic_name(own.critic),
+            "notes_script_handover": None
+            if own is None or own.handover is None
+            else own.handover.source,
             "bm25_power": self.bm25_power,
             "dense_reads": "every language" if self.reads is None else list(self.reads),
         }
@@ -178,12 +233,22 @@ def describe_summary(summary: dict[str, Any]) -> str:
     offtopic = "none" if cut is None else f"{cut:.3f} (strict {strict:.3f})"
     reads = summary.get("dense_reads")
     reads = ", ".join(reads) if isinstance(reads, list) else reads
+    critic = (
+        f"critic {summary.get('critic')}; hand-over {summary.get('handover') or 'every kept chunk'}"
+    )
+    script = summary.get("notes_script")
+    if script is not None:
+        critic = (
+            f"questions in the notes' script ({script}): critic "
+            f"{summary.get('notes_script_critic')}, hand-over "
+            f"{summary.get('notes_script_handover') or 'every kept chunk'}; in other scripts: "
+            + critic
+        )
     return (
         f"store settings: model {summary.get('model')}, {summary.get('chunks')} chunks; gate "
         f"{summary.get('gate', 0.0):.3f} ({summary.get('gate_source')}); off-topic cut "
-        f"{offtopic}; critic {summary.get('critic')}; hand-over "
-        f"{summary.get('handover') or 'every kept chunk'}; BM25 power "
-        f"{summary.get('bm25_power')}; dense ranking counts for {reads}"
+        f"{offtopic}; {critic}; BM25 power {summary.get('bm25_power')}; dense ranking counts "
+        f"for {reads}"
     )
 
 
@@ -243,6 +308,16 @@ def resolve(
     rule = handover if isinstance(handover, HandOverRule) else None
     if handover == "shipped" and bound is not None:
         rule = rule_for(bound, per_source)
+    notes_script = None
+    found = None
+    if isinstance(critic, ShippedCritic) and cut is not None:
+        found = critic.for_script(store, cut.scripts, per_source, lexical)
+    if found is not None:
+        script, own = found
+        own_rule = handover if isinstance(handover, HandOverRule) else None
+        if handover == "shipped":
+            own_rule = rule_for(own, per_source, model.name)
+        notes_script = ScriptCritic(script, own, own_rule)
     general = None
     if cut is not None and cut.across is not None and cut.margin is not None:
         general = general_distance(store)
@@ -256,6 +331,7 @@ def resolve(
         critic_off_reason=critic_off_reason,
         handover=rule,
         general=general,
+        notes_script=notes_script,
     )
 
 

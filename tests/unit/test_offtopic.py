@@ -752,3 +752,89 @@ def test_an_english_question_about_japanese_notes_with_code_is_answered_by_its_s
     assert (
         refusal_reason("ぬか漬けのぬか床が酸っぱくなりすぎたときの対処法", 0.145, without) is None
     )
+
+
+def with_e5_offtopic(monkeypatch: pytest.MonkeyPatch, **values: Any) -> None:
+    """multilingual-e5-small's profile with other shipped off-topic values."""
+    e5 = profile(E5)
+    assert e5 is not None
+    changed = replace(e5, offtopic=replace(e5.offtopic, **values))
+    real = offtopic.profile
+    monkeypatch.setattr(offtopic, "profile", lambda model: changed if model == E5 else real(model))
+
+
+JAPANESE_NOTES = [f"型の推論 ジェネリクス 引数 の 説明 その{i}" for i in range(20)]
+CODE = [f"const value{i} = identity<string>(input) function generic type" for i in range(20)]
+
+
+def test_notes_in_a_script_without_english_function_words_read_as_notes() -> None:
+    assert offtopic.reads_as_notes(0.0, 3.0, {"thai": 0.9, "latin": 0.1})
+    assert offtopic.reads_as_notes(0.2, 3.0)  # English prose
+    assert not offtopic.reads_as_notes(0.0, 3.0, {"latin": 0.98, "none": 0.02})
+    assert not offtopic.reads_as_notes(0.0, 3.0, {"latin": 0.97, "thai": 0.03})
+    assert not offtopic.reads_as_notes(0.0, 1.0, {"thai": 1.0})  # one chunk a passage
+    assert not offtopic.reads_as_notes(0.0, 3.0)  # no scripts given: function words alone
+
+
+def test_a_store_of_notes_in_two_scripts_holds_its_own_scripts_cut_to_the_notes_cap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Japanese notes with English code, three chunks a note, under a cap tighter than the
+    bank's Japanese cut: the cap holds the Japanese cut at both levels; English questions
+    about the notes keep the Latin cut, a question in a third script the store-wide one."""
+    embeddings = NamedBagOfWords(E5)
+    texts = JAPANESE_NOTES + CODE
+    with_e5_offtopic(monkeypatch, notes_cap=None)
+    free = offtopic.calibrate(store_of(tmp_path / "a", texts, embeddings, per_source=3))
+    assert free is not None and set(free.by_script) == {"cjk", "latin"}
+    assert free.prose < offtopic.PROSE_SHARE  # notes by their script, not by English words
+    cap = round(free.by_script["cjk"] - 0.01, 4)
+    with_e5_offtopic(monkeypatch, notes_cap=cap)
+    got = offtopic.calibrate(store_of(tmp_path / "b", texts, embeddings, per_source=3))
+    assert got is not None and got.by_script == {**free.by_script, "cjk": cap}
+    assert got.distance == free.distance and f"cjk cut held to the notes cap {cap}" in got.source
+    strict = round(cap * got.strict / got.distance, 4)
+    assert offtopic.limit_for("型の推論とは", got, strict=True) == (strict, False)
+    assert offtopic.limit_for("what is type inference", got)[0] == free.by_script["latin"]
+    assert offtopic.limit_for("การอนุมานชนิดคืออะไร", got)[0] == free.distance
+    reason = refusal_reason("糠漬けの作り方", cap + 0.005, got)
+    assert reason is not None and f"({cap:.3f}," in reason
+    # Uncapped on request (to fit the cap on), and on a collection of one-chunk passages.
+    uncapped = offtopic.calibrate(
+        store_of(tmp_path / "c", texts, embeddings, per_source=3), capped=False
+    )
+    assert uncapped is not None and uncapped.by_script == free.by_script
+    passages = offtopic.calibrate(store_of(tmp_path / "d", texts, embeddings))
+    assert passages is not None and passages.by_script == free.by_script
+
+
+def test_a_multilingual_store_of_notes_in_one_script_keeps_its_cut(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Thai notes alone: no cut of their own script beside Latin, so no cap holds the
+    store-wide cut (measured on passages in one script, it refused questions they answer)."""
+    embeddings = NamedBagOfWords(E5)
+    thai = [f"บันทึก การสำรองข้อมูล ฐานข้อมูล หมายเลข {i}" for i in range(30)]
+    with_e5_offtopic(monkeypatch, notes_cap=None)
+    free = offtopic.calibrate(store_of(tmp_path / "a", thai, embeddings, per_source=3))
+    assert free is not None and free.by_script == {} and free.across is not None
+    with_e5_offtopic(monkeypatch, notes_cap=round(free.distance - 0.01, 4))
+    got = offtopic.calibrate(store_of(tmp_path / "b", thai, embeddings, per_source=3))
+    assert got is not None and got.distance == free.distance and "notes cap" not in got.source
+
+
+def test_a_store_of_notes_in_several_languages_keeps_its_cut_across_scripts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Notes in Japanese, Thai and English: the store-wide cut is measured across scripts
+    and is every question's (a question is meant to find another language's notes), so no
+    notes cap holds it."""
+    embeddings = NamedBagOfWords(E5)
+    thai = [f"บันทึก การสำรองข้อมูล ฐานข้อมูล หมายเลข {i}" for i in range(20)]
+    texts = JAPANESE_NOTES + thai + CODE
+    with_e5_offtopic(monkeypatch, notes_cap=None)
+    free = offtopic.calibrate(store_of(tmp_path / "a", texts, embeddings, per_source=3))
+    assert free is not None and free.by_script == {}
+    with_e5_offtopic(monkeypatch, notes_cap=round(free.distance - 0.01, 4))
+    got = offtopic.calibrate(store_of(tmp_path / "b", texts, embeddings, per_source=3))
+    assert got is not None and got.distance == free.distance and "notes cap" not in got.source

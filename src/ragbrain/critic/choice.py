@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, cast
 
@@ -34,9 +34,10 @@ class ShippedCritic:
     (``for_store``): the evidence critic (``ragbrain.critic.evidence``: no encoder, no torch)
     on stores of the embedding model its layer learned (``critic/evidence.json`` names it),
     where the cross-encoder adds nothing measurable on domains it never saw; the cross-encoder
-    (``TransformerCritic`` from ``default_critic_path()``) on the others. Nothing loads until
-    then, so choosing it costs nothing. Used unbound (``score`` without a store), it is the
-    cross-encoder.
+    (``TransformerCritic`` from ``default_critic_path()``) on the others. On a store of notes
+    of another model for which the evidence critic was fit on notes, questions in the notes'
+    own script get it as well (``for_script``). Nothing loads until then, so choosing it costs
+    nothing. Used unbound (``score`` without a store), it is the cross-encoder.
     """
 
     def __init__(self, folder: Path | None = None, evidence: Path | None = None) -> None:
@@ -95,6 +96,40 @@ class ShippedCritic:
         if isinstance(critic, EvidenceCritic):
             return critic.for_store(store, lexical)
         return critic
+
+    def for_script(
+        self,
+        store: Store,
+        scripts: Mapping[str, float],
+        per_source: float | None,
+        lexical: LexicalSearcher | None = None,
+    ) -> tuple[str, EvidenceCritic] | None:
+        """The critic for questions written in the script of ``store``'s notes, where
+        ``for_store`` gives the cross-encoder, and that script: the evidence critic, bound to
+        the store, reading its distances scaled onto the layer's model's (``for_model``) with
+        the strict cuts fit on such notes (``for_notes``), on a store of notes (``per_source``
+        chunks a note, at least the rule's) of a model for which a hand-over rule was fit on
+        notes in that script (``evidence@<model>`` in ``handover.json``, its ``scripts``:
+        Japanese and Chinese notes on multilingual-e5-small). The script is the rule's
+        script most of the chunks use (``scripts``: each script's share of the chunks; code
+        and English make a Latin share of their own). None elsewhere. A question in another
+        script keeps the cross-encoder, which reads a pair across languages
+        (docs/decisions/e5-notes-script-critic.md)."""
+        from ragbrain.critic.handover import shipped_rules
+        from ragbrain.refusal.offtopic import RARE_SCRIPT
+
+        evidence, model = self.evidence(), store.embedding_model
+        if evidence is None or model is None or model == evidence.embedding_model:
+            return None
+        rule = shipped_rules().get(f"{evidence.kind}@{model}")
+        if rule is None or per_source is None or per_source < rule.min_per_source:
+            return None
+        written = [s for s in rule.scripts if scripts.get(s, 0.0) >= RARE_SCRIPT]
+        if not written:
+            return None
+        script = max(written, key=lambda s: scripts[s])
+        bound = evidence.for_store(store, lexical).for_model(model).for_notes(per_source, model)
+        return script, bound
 
     def score(
         self, query: str, passages: Sequence[str], distances: Sequence[float] | None = None

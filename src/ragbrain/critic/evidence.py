@@ -145,6 +145,21 @@ def read_layer(path: Path) -> dict[str, Any]:
     return layer
 
 
+def distance_scale(own: str, model: str | None) -> float:
+    """What a cosine distance of ``model``'s is multiplied by to read as one of ``own``'s: the
+    ratio of the two models' gate thresholds (``ragbrain.models.profiles``: both calibrated
+    on the same SciFact and NFCorpus queries; all-MiniLM-L6-v2 over multilingual-e5-small,
+    0.455 / 0.129 = 3.53: e5-small's distances are compressed); 1.0 for the same model or
+    one without a profile (docs/decisions/e5-notes-script-critic.md)."""
+    from ragbrain.models.profiles import profile
+
+    theirs = profile(model) if model is not None and model != own else None
+    mine = profile(own)
+    if theirs is None or mine is None or theirs.gate.threshold <= 0:
+        return 1.0
+    return round(mine.gate.threshold / theirs.gate.threshold, 2)
+
+
 class EvidenceCritic:
     """Judges a store's candidates by their distance, their share of the question's rare
     words and the agreement of the two (``COLUMNS``), with a logistic layer and its cut.
@@ -175,6 +190,8 @@ class EvidenceCritic:
         self.threshold = float(self.layer["threshold"])
         self.embedding_model = str(self.layer["embedding_model"])
         self.lexical = lexical
+        #: Each distance is multiplied by this before the layer reads it (``for_model``).
+        self.distance_scale = 1.0
         self.abstain_thresholds: AbstainThresholds | None = None
         record = self.layer.get("abstain")
         if record is not None:  # checked by read_layer
@@ -192,15 +209,29 @@ class EvidenceCritic:
         numbers = {k: self.layer[k] for k in ("mean", "scale", "weights", "bias")}
         return hashlib.sha256(json.dumps(numbers, sort_keys=True).encode()).hexdigest()[:12]
 
-    def for_notes(self, per_source: float | None) -> EvidenceCritic:
+    def for_model(self, model: str | None) -> EvidenceCritic:
+        """This critic judging a store of ``model``'s distances: scaled onto the layer's own
+        model's (``distance_scale``); itself on a store of that model or an unknown one."""
+        import copy
+
+        scale = distance_scale(self.embedding_model, model)
+        if scale == 1.0:
+            return self
+        scaled = copy.copy(self)
+        scaled.distance_scale = scale
+        return scaled
+
+    def for_notes(self, per_source: float | None, model: str | None = None) -> EvidenceCritic:
         """This critic with the strict level's cuts fit on notes folders when the store's
         notes span enough chunks a note (``ragbrain.refusal.abstain.notes_cuts``; None: not
-        measured); itself otherwise."""
+        measured), those fit for ``model``'s stores when it is not the layer's and the file has
+        them; itself otherwise."""
         import copy
 
         from ragbrain.refusal.abstain import notes_cuts
 
-        cuts = notes_cuts(self.kind, self.fingerprint, per_source)
+        key = "" if model is None or model == self.embedding_model else f"{self.kind}@{model}"
+        cuts = notes_cuts(self.kind, self.fingerprint, per_source, key=key)
         if cuts is None:
             return self
         chosen = copy.copy(self)
@@ -256,4 +287,6 @@ class EvidenceCritic:
         if ids is not None and len(ids) != len(passages):
             raise ValueError("Pass one id per passage.")
         support = supports(self._index(), query, passages, ids)
+        if self.distance_scale != 1.0:
+            distances = [d * self.distance_scale for d in distances]
         return probabilities(evidence_columns(distances, support), self.layer)

@@ -16,7 +16,10 @@ list (``"rank"``).
 The rule is fit per critic kind, leave-one-domain-out over notes folders and folders of
 documents (``python -m benchmarks.folders --rules ... --ship``), and ships in
 ``handover.json``; a critic kind without an entry (the cross-encoder of non-English stores, a
-caller's own critic) hands over all it keeps, as before.
+caller's own critic) hands over all it keeps, as before. An entry ``<kind>@<model>`` is the
+rule fit for that critic on notes of another embedding model, for questions in its
+``scripts`` (``evidence@multilingual-e5-small``: fit on Japanese, Thai and Chinese notes asked
+in their own language, for Japanese and Chinese questions: ``ShippedCritic.for_script``).
 """
 
 from __future__ import annotations
@@ -52,6 +55,9 @@ class HandOverRule:
     #: (``OffTopicCut.per_source``): a collection of one-chunk passages, where several may
     #: answer, keeps the critic's hand-over.
     min_per_source: float = 0.0
+    #: The scripts of the questions it applies to (``ragbrain.refusal.offtopic.script_of``'s
+    #: names; ``ShippedCritic.for_script``); empty: any.
+    scripts: tuple[str, ...] = ()
     others: float | None = None
     #: ``"rank"``: notes in the order their first kept chunk comes in the list; ``"score"``:
     #: in the order of their best score.
@@ -109,9 +115,20 @@ def read_rules(path: Path) -> dict[str, HandOverRule]:
                 )
             checked.append(float(value))
         ratio, confident, per_source, others = checked
+        scripts = entry.get("scripts", [])
+        if not isinstance(scripts, list) or not all(isinstance(x, str) for x in scripts):
+            raise CriticLoadError(f"{path}: rules.{kind}.scripts must be a list of script names.")
+        fit = entry.get("fit")  # an entry fit apart from the others says where
+        where = fit if isinstance(fit, str) else by or path.name
         said = f"ratio {ratio:.2f}" + (f", others {others:.2f}" if others != ratio else "")
         out[str(kind)] = HandOverRule(
-            ratio, f"{said}, {by or path.name}", confident, per_source, others, str(order)
+            ratio,
+            f"{said}, {where}",
+            confident,
+            per_source,
+            tuple(scripts),
+            others=others,
+            order=str(order),
         )
     return out
 
@@ -128,12 +145,19 @@ def shipped_rules() -> dict[str, HandOverRule]:
     return read_rules(path) if path.is_file() else {}
 
 
-def rule_for(critic: object, per_source: float | None = None) -> HandOverRule | None:
+def rule_for(
+    critic: object, per_source: float | None = None, model: str | None = None
+) -> HandOverRule | None:
     """The shipped rule for ``critic``'s kind (its ``kind`` attribute) on a store of
-    ``per_source`` chunks a note (None: not known, the rule applies); None without one, or
-    on a store whose notes are shorter than the rule's ``min_per_source``."""
+    ``per_source`` chunks a note (None: not known, the rule applies): the one fit for
+    ``model``'s notes (``<kind>@<model>``) when ``model`` is given and the file has one, else
+    the kind's; None without one, or on a store whose notes are shorter than the rule's
+    ``min_per_source``."""
     kind = getattr(critic, "kind", None)
-    rule = shipped_rules().get(kind) if isinstance(kind, str) else None
+    if not isinstance(kind, str):
+        return None
+    rules = shipped_rules()
+    rule = rules.get(f"{kind}@{model}", rules.get(kind)) if model else rules.get(kind)
     if rule is None or (per_source is not None and per_source < rule.min_per_source):
         return None
     return rule

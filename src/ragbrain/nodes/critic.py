@@ -269,14 +269,17 @@ def refusal(
 
 def make_critic_filter(settings: Callable[[], StoreSettings]) -> Node:
     """The ``critic_filter`` node, reading from the store's settings (``settings()``, as of
-    the run; ``ragbrain.settings``) the bound critic (None: keep every hit, saying why), the
-    off-topic cut (None: no refusal by topic), the hand-over rule (None: hand over every kept
-    chunk) and a question's distance to the bank's general questions, for the cut across
-    scripts (``ragbrain.refusal.offtopic.general_distance``)."""
+    the run; ``ragbrain.settings``) the bound critic for the question (None: keep every hit,
+    saying why; ``StoreSettings.judging``: on a store of notes in one script, a question in
+    that script may get its own, which the trace names), the off-topic cut (None: no refusal
+    by topic), the hand-over rule (None: hand over every kept chunk) and a question's distance
+    to the bank's general questions, for the cut across scripts
+    (``ragbrain.refusal.offtopic.general_distance``)."""
 
     def critic_filter(state: RetrievalState, runtime: Runtime[RetrievalContext]) -> dict[str, Any]:
         hits, context = state["hits"], context_of(runtime)
-        critic, off_reason, offtopic, handover, general = settings().for_critic_filter()
+        decided = settings().for_critic_filter(state["query"])
+        critic, off_reason, offtopic, handover, general, chosen_for = decided
         compound = context.split_compound and any("part_distances" in hit for hit in hits)
         parts = split_compound(state["query"]) if compound else []
         judged: list[float] | None = None  # the critic's scores, for the strict level
@@ -309,6 +312,7 @@ def make_critic_filter(settings: Callable[[], StoreSettings]) -> Node:
                 [scores[i] for i in chosen],
             )
             note = _kept_note(status, scores, handed[1], threshold)
+            note += f" (the critic for {chosen_for})" if chosen_for else ""
             if len(documents) > state["depth"]:
                 note += f" (more than the depth, {state['depth']}: the critic kept them)"
             note += f"; {narrowed}" if narrowed else ""

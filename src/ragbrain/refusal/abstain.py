@@ -364,6 +364,8 @@ def read_notes_cuts(path: Path) -> dict[str, NotesCuts]:
         if not isinstance(layer, str) or not layer:
             raise InvalidInputError(f"{where}.layer must name the layer the cuts were fit with.")
         source = f"fit on notes folders, a store of >= {per_source} chunks a note"
+        fit = entry.get("fit")  # an entry fit apart from the others says where
+        source += f" ({fit})" if isinstance(fit, str) else ""
         thresholds = AbstainThresholds.from_record(entry, where)
         out[str(kind)] = NotesCuts(
             AbstainThresholds(
@@ -394,17 +396,19 @@ def _shipped_notes_cuts(path: Path) -> dict[str, NotesCuts]:
 
 
 def notes_cuts(
-    kind: str, layer: str, per_source: float | None, path: Path | None = None
+    kind: str, layer: str, per_source: float | None, path: Path | None = None, key: str = ""
 ) -> AbstainThresholds | None:
     """The cuts fit on notes folders for the critic ``kind`` whose layer's fingerprint is
-    ``layer``, on a store of ``per_source`` chunks a note (None: not measured).
+    ``layer``, on a store of ``per_source`` chunks a note (None: not measured); ``key``: the
+    entry for a store of another model than the layer's (``evidence@multilingual-e5-small``;
+    none when the file has no such entry: the kind's cuts read the layer's model's distances).
 
     Returns:
         The cuts; None (the critic's own apply) when the store's notes span fewer chunks or it
         was not measured, when ``path`` (default: the shipped file) is missing or unreadable,
         or when it holds no cuts for ``kind`` fit with this layer.
     """
-    entry = _shipped_notes_cuts(path or default_notes_cuts_path()).get(kind)
+    entry = _shipped_notes_cuts(path or default_notes_cuts_path()).get(key or kind)
     if entry is None or entry.layer != layer:
         return None
     if per_source is None or per_source < entry.min_per_source:

@@ -381,9 +381,20 @@ def english_only(model: str) -> bool:
 
 
 def calibrate(
-    store: Store, *, level: float | None = None, strict_scale: float | None = None
+    store: Store,
+    *,
+    level: float | None = None,
+    strict_scale: float | None = None,
+    capped: bool = True,
 ) -> OffTopicCut | None:
     """Learn ``store``'s off-topic cut from the bank's best distances to its notes.
+
+    Args:
+        store: The store.
+        level: The bank's quantile (None: the model's; a store of notes' where it has one).
+        strict_scale: The strict level's share of the cut (None: the model's).
+        capped: Hold a store of notes' cut to its model's ``notes_cap`` (``hold_to_cap``);
+            False gives the cut as the bank alone sets it (to fit the cap on).
 
     Returns:
         The calibrated cut; the shipped cut for the store's model when the store holds fewer
@@ -417,10 +428,11 @@ def calibrate(
     # none, and a level the caller chose is kept.
     found = profile(model)
     fits = None if found is None or explicit is not None else found.offtopic
-    notes = fits if fits is not None and reads_as_notes(prose, per_source) else None
+    scripts = script_shares(t for t in texts if t)
+    read_as = reads_as_notes(prose, per_source, None if english else scripts)
+    notes = fits if fits is not None and read_as else None
     if notes is not None and notes.prose_level is not None:
         level = notes.prose_level
-    scripts = script_shares(t for t in texts if t)
     written_in = [s for s, share in scripts.items() if share >= RARE_SCRIPT and s != "none"]
     source = f"calibrated on {len(questions)} general questions over {count} chunks"
     if notes is not None and notes.prose_level is not None:
@@ -453,13 +465,7 @@ def calibrate(
                 across = round(max(quantile(foreign, setting.level), quantile(distances, level)), 4)
                 source += f" ({len(foreign)} in other scripts than the notes')"
     distance = quantile(distances, level)
-    cap = None if notes is None else notes.notes_cap
-    if cap is not None and distance > cap:
-        # A notes folder: general questions may come closer to its notes than its own
-        # questions ever stray (one topic a note), so the bank's quantile lands loose.
-        distance = cap
-        source += f", held to the notes cap {cap}"
-    return OffTopicCut(
+    cut = OffTopicCut(
         distance=round(distance, 4),
         strict=round(distance * strict_scale, 4),
         source=source,
@@ -474,6 +480,38 @@ def calibrate(
         level=level,
         rules=shipped_rules(model),
         by_script=by_script,
+    )
+    cap = None if notes is None or not capped else notes.notes_cap
+    return cut if cap is None else hold_to_cap(cut, cap, strict_scale)
+
+
+def hold_to_cap(cut: OffTopicCut, cap: float, strict_scale: float) -> OffTopicCut:
+    """A store of notes' ``cut`` held to its model's notes ``cap``: general questions may
+    come closer to a notes folder than its own questions ever stray (one topic a note), so
+    the bank's quantile lands loose.
+
+    On a store of an English-only model the cap holds the store-wide cut. On a multilingual
+    model's store of notes in Latin and one other script (``by_script``) it holds the cut of
+    that other script, the notes' own language: English questions about the notes keep the
+    Latin cut, and a question in a third script the store-wide one (it finds the notes across
+    languages, from farther). A multilingual store in one script, or in several besides
+    Latin, keeps its cut: measured on Japanese, Thai and Chinese passages, a cap there
+    refused questions they answer (docs/decisions/offtopic-notes-cap-own-script.md).
+    """
+    if cut.by_script:
+        held = sorted(s for s, c in cut.by_script.items() if s != "latin" and c > cap)
+        if not held:
+            return cut
+        by_script = {**cut.by_script, **dict.fromkeys(held, cap)}
+        note = f", the {' and '.join(held)} cut held to the notes cap {cap}"
+        return replace(cut, by_script=by_script, source=cut.source + note)
+    if cut.distance <= cap or not english_only(cut.model):
+        return cut
+    return replace(
+        cut,
+        distance=cap,
+        strict=round(cap * strict_scale, 4),
+        source=cut.source + f", held to the notes cap {cap}",
     )
 
 
@@ -546,10 +584,21 @@ CUT_FORMAT = "by_script"
 STALE_CHANGE = 0.2
 
 
-def reads_as_notes(prose: float, per_source: float) -> bool:
+def reads_as_notes(
+    prose: float, per_source: float, scripts: dict[str, float] | None = None
+) -> bool:
     """Whether a store whose chunks hold ``prose`` English function words and span
-    ``per_source`` chunks a note is a store of notes (``PROSE_SHARE``, ``NOTES_SPAN``)."""
-    return prose >= PROSE_SHARE and per_source >= NOTES_SPAN
+    ``per_source`` chunks a note is a store of notes (``PROSE_SHARE``, ``NOTES_SPAN``).
+
+    ``scripts`` (a multilingual model's store: each script's share of its chunks) counts a
+    store with chunks in a script other than Latin as prose too (``RARE_SCRIPT``): Japanese,
+    Thai or Chinese notes hold no English function words."""
+    other = any(
+        share >= RARE_SCRIPT
+        for script, share in (scripts or {}).items()
+        if script not in ("latin", "none", "other")
+    )
+    return (prose >= PROSE_SHARE or other) and per_source >= NOTES_SPAN
 
 
 def chunks_per_source(ids: Sequence[str], metadatas: Sequence[Any]) -> float:
@@ -660,6 +709,17 @@ def _closer_to_general(
         f"off-topic: the question (in {script} script) comes closer to a general question "
         f"({general:.3f}) than to any note ({best_distance:.3f}) by more than "
         f"{cut.margin:.3f}, past this store's cut ({near:.3f}, {cut.source})"
+    )
+
+
+@lru_cache(maxsize=8)
+def writes_in(query: str, script: str) -> bool:
+    """Whether ``query`` (its first ``READ_QUERY_CHARS``) has a letter in ``script`` (one of
+    ``script_of``'s names other than ``latin``): a Japanese question that names its tools in
+    Latin letters is mostly Latin by ``script_of``, and still written in Japanese."""
+    return any(
+        char.isalpha() and not char.isascii() and _letter_script(char) == script
+        for char in set(read_part(query))
     )
 
 
