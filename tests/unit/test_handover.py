@@ -157,6 +157,22 @@ def test_the_graph_narrows_what_the_critic_keeps_and_says_so(fake_store: Store) 
     assert any("hand-over: only the best chunk" in n for n in best_only["notes"])
 
 
+def test_a_k_set_by_the_caller_hands_over_every_chunk_the_critic_keeps(fake_store: Store) -> None:
+    """LangChain's ``k``: the number of chunks asked for. The critic still drops what it
+    judges irrelevant; the hand-over rule does not narrow the rest."""
+    from ragbrain.context import RetrievalContext
+
+    critic = OverlapCritic()
+    critic.threshold = 0.0  # keeps every candidate
+    graph = build_graph(fake_store, critic, handover=HandOverRule(1.0, "test"))
+    query = {"query": "nightly backup credentials expired", "type_filter": None}
+    asked = graph.invoke(query, context=RetrievalContext(abstain="off", k=3))
+    assert len(asked["documents"]) == 3
+    assert any("hand-over: every kept chunk (k=3 set by the caller)" in n for n in asked["notes"])
+    narrowed = graph.invoke(query, context=RetrievalContext(abstain="off"))
+    assert len(narrowed["documents"]) == 1
+
+
 def test_a_store_of_one_chunk_passages_keeps_the_critics_hand_over(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

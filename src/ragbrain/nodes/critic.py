@@ -302,8 +302,11 @@ def make_critic_filter(settings: Callable[[], StoreSettings]) -> Node:
             chosen = handed_over(scores, threshold, state["depth"], bests if parts else None)
             narrowed = ""
             if handover is not None and not parts and any(keep_mask(scores, threshold)):
-                sources = [str(hit["metadata"].get("source", hit["id"])) for hit in hits]
-                chosen, narrowed = narrow(chosen, scores, sources, handover)
+                if context.k is not None:  # the caller's count: the critic alone drops
+                    narrowed = f"hand-over: every kept chunk (k={context.k} set by the caller)"
+                else:
+                    sources = [str(hit["metadata"].get("source", hit["id"])) for hit in hits]
+                    chosen, narrowed = narrow(chosen, scores, sources, handover)
             documents = [_document(hits[i], scores[i], state, status, answers[i]) for i in chosen]
             answerable, reason = abstention(hits, scores, len(documents), threshold)
             judged = list(scores)
