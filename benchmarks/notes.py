@@ -49,20 +49,12 @@ RATIOS = tuple(round(0.05 * n, 2) for n in range(21))
 
 def simulate(answer: dict[str, Any], threshold: float, ratio: float | None) -> list[str]:
     """The sources the graph hands over for ``answer``'s recorded candidates with the
-    critic's ``threshold`` and the hand-over ``ratio`` (None: no rule)."""
-    from ragbrain.critic.base import keep_mask
-    from ragbrain.critic.handover import HandOverRule, narrow
-    from ragbrain.nodes.critic import handed_over
+    critic's ``threshold`` and one hand-over ``ratio`` for every chunk (None: no rule), by
+    ``benchmarks.folders.replay``."""
+    from benchmarks.folders import replay
+    from ragbrain.critic.handover import HandOverRule
 
-    candidates = answer["candidates"]
-    if not candidates:
-        return []
-    sources = [c[0] for c in candidates]
-    scores = [float("nan") if c[2] is None else float(c[2]) for c in candidates]
-    chosen = handed_over(scores, threshold, int(answer["depth"]), None)
-    if ratio is not None and any(keep_mask(scores, threshold)):
-        chosen, _ = narrow(chosen, scores, sources, HandOverRule(ratio, "fit"))
-    return [sources[i] for i in chosen]
+    return replay(answer, threshold, None if ratio is None else HandOverRule(ratio, "fit"))
 
 
 def answerable_stats(
