@@ -21,7 +21,10 @@ answers, a folder of documents' and a notes folder's (``benchmarks.notes --keep`
 the other domains' fit splits, the most mean nDCG@10 (documents' queries, notes' broad
 questions) that keeps every notes folder's answerable questions found (``FOUND``), short
 (``CHUNKS``) and from the expected note (``FROM_EXPECTED``); judged on the held-out domain's
-test split. ``--ship`` writes the rule fit on every domain to ``handover.json``.
+test split. ``--ship`` writes the rule fit on every domain to ``handover.json``. With ``--own``
+(today's recorded answers of the same folders), the folders are another model's notes and the
+rule is the evidence critic's for questions in the notes' language (``fit_own``, ``OWN_RULES``:
+caps of chunks a note too): the fewest chunks at today's found share and share from the note.
 
     RAGBRAIN_CACHE=/tmp/issue-54-ir/cache python -m benchmarks.folders scifact nfcorpus \\
         --out /tmp/issue-54-ir [--docs 1200] [--fit 100] [--test 150] [--keep DIR]
@@ -29,6 +32,8 @@ test split. ``--ship`` writes the rule fit on every domain to ``handover.json``.
         --keep DIR
     python -m benchmarks.folders --rules DIR/{tldr,simonw_til,gitlab_runbooks}.json \\
         /tmp/issue-54-ir/keep/{scifact,nfcorpus}.json --name folders-rules [--ship]
+    python -m benchmarks.folders --rules DIR/{ja,th,zh}.json --own TODAY/{ja,th,zh}.json \\
+        --name notes-ml-rules [--ship --scripts cjk thai]
 """
 
 from __future__ import annotations
@@ -275,7 +280,7 @@ RULES = tuple(
 OWN_RULES = tuple(
     (ratio, others, order, per_note, others_per_note)
     for ratio, others, order, _, _ in RULES
-    for per_note in (0, 1, 2, 3)
+    for per_note in (0, 1, 2, 3, 4)
     for others_per_note in (0, 1)
     if not (per_note == 1 and others_per_note)
 )
@@ -374,17 +379,17 @@ def domain_scores(
 
 
 def fit_own(
-    payloads: Sequence[dict[str, Any]], threshold: float, floors: dict[str, float]
+    payloads: Sequence[dict[str, Any]], threshold: float, today: dict[str, dict[str, float]]
 ) -> tuple[Any, float]:
     """For notes asked in their own language (a payload's questions whose ``lang`` is its
     ``dataset``): the rule of ``OWN_RULES`` handing the fewest chunks to the payloads' fit-split
-    answerable questions (then the most from an expected note) among those that find an
-    expected note at least as often as ``floors[dataset]`` (today's, ``recorded_scores``)
-    in every payload. Returns the rule and its mean chunks (None and 0.0 when none keeps the
-    floors)."""
+    answerable questions (then the most from an expected note, then the most first) among
+    those that find an expected note as often as today and hand over as large a share from it
+    (``today[dataset]``: ``recorded_scores``) in every payload. Returns the rule and its mean
+    chunks (None and 0.0 when none keeps today's)."""
     from ragbrain.critic.handover import HandOverRule
 
-    best: tuple[Any, tuple[float, float]] = (None, (-math.inf, 0.0))
+    best: tuple[Any, tuple[float, ...]] = (None, (-math.inf,))
     for ratio, others, order, per_note, others_per_note in OWN_RULES:
         rule = HandOverRule(
             ratio,
@@ -395,11 +400,17 @@ def fit_own(
             others_per_note=others_per_note,
         )
         got = [domain_scores(p, threshold, rule, "fit", p["dataset"]) for p in payloads]
+        floors = [today[p["dataset"]] for p in payloads]
         if any(
-            g["found"] < floors[p["dataset"]] - 1e-9 for g, p in zip(got, payloads, strict=True)
+            g[name] < f[name] - 1e-9
+            for g, f in zip(got, floors, strict=True)
+            for name in ("found", "from_expected")
         ):
             continue
-        key = (-_mean([g["chunks"] for g in got]), _mean([g["from_expected"] for g in got]))
+        key = tuple(
+            sign * _mean([g[name] for g in got])
+            for sign, name in ((-1, "chunks"), (1, "from_expected"), (1, "first"))
+        )
         if key > best[1]:
             best = (rule, key)
     return best[0], (-best[1][0] if best[0] is not None else 0.0)
@@ -530,11 +541,11 @@ def own_lodo(
 ) -> tuple[dict[str, Any], str]:
     """``--rules ... --own TODAY``: the evidence critic's rule for another model's notes asked in
     their own language (``fit_own``), fit leave-one-folder-out with each fit folder's found
-    floor from ``today``'s recorded answers (the same folders under the shipped code); judged
-    on each held-out folder's test split beside today's recorded hand-over, the shipped
-    ``evidence@<model>`` rule replayed and none. ``ship``: the rule fit on every folder goes
-    to that entry of ``handover.json`` (its ``min_per_source`` kept; ``scripts`` when given,
-    else its own)."""
+    share and share from the expected note as floors, from ``today``'s recorded answers (the
+    same folders, as the shipped code answers them); judged on each held-out folder's test
+    split beside today's recorded hand-over, the shipped ``evidence@<model>`` rule replayed
+    and every kept chunk. ``ship``: the rule fit on every folder goes to that entry of
+    ``handover.json`` (its ``min_per_source`` kept; ``scripts`` when given, else its own)."""
     from ragbrain.critic.handover import default_rules_path, shipped_rules
     from ragbrain.evaluation import write_json
 
@@ -546,15 +557,14 @@ def own_lodo(
     key = f"evidence@{models.pop()}"
     current = shipped_rules().get(key)
     floors = {
-        p["dataset"]: recorded_scores(shipped[n], "fit", p["dataset"])["found"]
-        for n, p in payloads.items()
+        p["dataset"]: recorded_scores(shipped[n], "fit", p["dataset"]) for n, p in payloads.items()
     }
     out: dict[str, Any] = {"floors": floors}
     lines = [
         f"## The {key} rule, leave-one-folder-out (questions in the notes' language)",
         "",
-        "Found floors (today, fit split): "
-        + ", ".join(f"{n} {v:.0%}" for n, v in floors.items())
+        "Today (fit split; found and share from the note are each fit folder's floors): "
+        + ", ".join(f"{n} {_cells(v)}" for n, v in floors.items())
         + ".",
         "",
         "| held out (test split) | rule fit on the others (fit: chunks) | found / first, chunks, "
@@ -586,8 +596,9 @@ def own_lodo(
                     "min_per_source": entry.get("min_per_source", 0.0),
                     "scripts": list(scripts) if scripts else entry.get("scripts", []),
                     "fit": f"{', '.join(sorted(payloads))} fit splits, questions in the notes' "
-                    "language, each finding an expected note as often as before "
-                    "(python -m benchmarks.folders --rules ... --own ... --ship)",
+                    "language: the fewest chunks finding an expected note as often, and as large "
+                    "a share from it, as before (python -m benchmarks.folders --rules ... --own "
+                    "... --ship; docs/decisions/e5-notes-handover-caps.md)",
                 }
                 write_json(path, record)
                 say(f"wrote {path}")
@@ -624,7 +635,8 @@ def main() -> None:
         type=Path,
         help="with --rules on another model's notes folders: today's recorded answers of the "
         "same folders (benchmarks.notes --keep on the shipped code); fit the rule for questions "
-        "in the notes' language that finds the expected note as often as they do",
+        "in the notes' language that hands over the fewest chunks, finding the expected note "
+        "as often and as large a share from it as they do",
     )
     parser.add_argument(
         "--scripts", nargs="+", help="with --own --ship: the scripts the rule is for"

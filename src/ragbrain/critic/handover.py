@@ -19,7 +19,8 @@ documents (``python -m benchmarks.folders --rules ... --ship``), and ships in
 caller's own critic) hands over all it keeps, as before. An entry ``<kind>@<model>`` is the
 rule fit for that critic on notes of another embedding model, for questions in its
 ``scripts`` (``evidence@multilingual-e5-small``: fit on Japanese, Thai and Chinese notes asked
-in their own language, for Japanese and Chinese questions: ``ShippedCritic.for_script``).
+in their own language, for their questions: ``ShippedCritic.for_script``; a long page by its
+best three chunks, another note by its best one).
 """
 
 from __future__ import annotations
