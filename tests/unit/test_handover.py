@@ -101,7 +101,8 @@ def test_caps_keep_a_long_pages_best_sections_and_anothers_best_chunk() -> None:
     capped = HandOverRule(0.5, "t", others=0.5, order="score", per_note=2, others_per_note=1)
     chosen, line = narrow(list(range(7)), scores, sources, capped)
     assert chosen == [0, 2, 1]  # a.md's best two (0.9, 0.88), b.md's best (0.85)
-    assert "3 chunks of 2 notes; 4 scored below" in line
+    said = "4 scored below 0.50 of the best or past 2 chunks a note / 1 chunk of another note"
+    assert f"3 chunks of 2 notes; {said}" in line
     one = HandOverRule(0.5, "t", others=0.5, order="score", per_note=1)
     assert narrow(list(range(7)), scores, sources, one)[0] == [0, 1]
     # The best chunk stays whatever the caps: a note whose best is out of the list order.

@@ -248,9 +248,15 @@ def narrow(
     cut = f"{rule.ratio:.2f}"
     if rule.others is not None and rule.others != rule.ratio:
         cut += f" (another note's best chunk: {rule.others:.2f})"
+    caps = [
+        f"{c} chunk{'s' if c != 1 else ''} {what}"
+        for c, what in ((rule.per_note, "a note"), (rule.others_per_note, "of another note"))
+        if c
+    ]
+    past = " or past " + " / ".join(caps) if caps else ""
     below = (
         f"{dropped} other kept chunk{'s' if dropped != 1 else ''} scored below "
-        f"{cut} of its {scores[best]:.3f} ({rule.source})"
+        f"{cut} of its {scores[best]:.3f}{past} ({rule.source})"
     )
     if len(kept) == 1:
         note = f"hand-over: only the best chunk ({sources[best]}); {below}"
@@ -259,7 +265,7 @@ def narrow(
     elif dropped:
         note = (
             f"hand-over: {len(kept)} chunks of {len(order)} notes; {dropped} scored below "
-            f"{cut} of the best ({scores[best]:.3f}, {rule.source})"
+            f"{cut} of the best{past} ({scores[best]:.3f}, {rule.source})"
         )
     else:
         note = f"hand-over: all {len(kept)} kept chunks score within {cut} of the best"
