@@ -21,7 +21,10 @@ answers, a folder of documents' and a notes folder's (``benchmarks.notes --keep`
 the other domains' fit splits, the most mean nDCG@10 (documents' queries, notes' broad
 questions) that keeps every notes folder's answerable questions found (``FOUND``), short
 (``CHUNKS``) and from the expected note (``FROM_EXPECTED``); judged on the held-out domain's
-test split. ``--ship`` writes the rule fit on every domain to ``handover.json``.
+test split. ``--ship`` writes the rule fit on every domain to ``handover.json``. With ``--own``
+(today's recorded answers of the same folders), the folders are another model's notes and the
+rule is the evidence critic's for questions in the notes' language (``fit_own``, ``OWN_RULES``:
+caps of chunks a note too): the fewest chunks at today's found share and share from the note.
 
     RAGBRAIN_CACHE=/tmp/issue-54-ir/cache python -m benchmarks.folders scifact nfcorpus \\
         --out /tmp/issue-54-ir [--docs 1200] [--fit 100] [--test 150] [--keep DIR]
@@ -29,6 +32,8 @@ test split. ``--ship`` writes the rule fit on every domain to ``handover.json``.
         --keep DIR
     python -m benchmarks.folders --rules DIR/{tldr,simonw_til,gitlab_runbooks}.json \\
         /tmp/issue-54-ir/keep/{scifact,nfcorpus}.json --name folders-rules [--ship]
+    python -m benchmarks.folders --rules DIR/{ja,th,zh}.json --own TODAY/{ja,th,zh}.json \\
+        --name notes-ml-rules [--ship --scripts cjk thai]
 """
 
 from __future__ import annotations
@@ -262,12 +267,22 @@ def table(summary: dict[str, dict[str, Any]], split: str) -> str:
 
 
 #: The hand-over rules tried (``ragbrain.critic.handover.HandOverRule``): ratio, others,
-#: order; the shipped rule's family (ratio = others, rank order) among them.
+#: order, chunks a note, chunks of a note besides the best one's (0: no cap); the shipped
+#: rule's family (ratio = others, rank order) among them.
 RULES = tuple(
-    (ratio, others, order)
+    (ratio, others, order, 0, 0)
     for ratio in (0.4, 0.5, 0.6, 0.7, 0.8)
     for others in (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
     for order in ("rank", "score")
+)
+#: The rules tried for another model's notes asked in their own language (``--own``): those
+#: of ``RULES`` with a cap of chunks a note and of another note's.
+OWN_RULES = tuple(
+    (ratio, others, order, per_note, others_per_note)
+    for ratio, others, order, _, _ in RULES
+    for per_note in (0, 1, 2, 3, 4)
+    for others_per_note in (0, 1)
+    if not (per_note == 1 and others_per_note)
 )
 #: A notes folder's fit-split answerable questions, under a rule: the expected note found for
 #: at least this share, at most this many chunks, at least this share of them from it.
@@ -300,25 +315,11 @@ def _mean(values: Sequence[float]) -> float:
     return round(sum(values) / len(values), 4) if values else 0.0
 
 
-def domain_scores(payload: dict[str, Any], threshold: float, rule: Any, split: str) -> Any:
-    """A document folder's ``scores`` under ``rule``; a notes folder's answerable questions
-    (found, first, chunks, share from an expected note; those answered at the default level)
-    and broad ones (nDCG@10, recall, precision, notes; a refused one scores 0), with a plain
-    dense top 10's."""
-    answers = [a for a in payload["answers"] if a["split"] == split]
-    if "grades" in (answers[0] if answers else {}):
-        out = scores([replay(a, threshold, rule) for a in answers], [a["grades"] for a in answers])
-        out["dense"] = scores([a["dense"][:10] for a in answers], [a["grades"] for a in answers])
-        return out
-    pointed = [a for a in answers if a["group"] == "answerable" and not a["refused"]]
-    handed = [replay(a, threshold, rule) for a in pointed]
+def answer_scores(handed: Sequence[Sequence[str]], pointed: Sequence[dict[str, Any]]) -> Any:
+    """Answerable questions' hand-overs (``handed``, one list of sources per question of
+    ``pointed``): found, first, chunks and the share of them from an expected note."""
     pairs = list(zip(handed, pointed, strict=True))
-    broad = [a for a in answers if a["group"] == "broad"]
-    sides = {
-        "": [[] if a["refused"] else replay(a, threshold, rule) for a in broad],
-        "dense ": [a["dense"][:10] for a in broad],
-    }
-    out = {
+    return {
         "found": _mean([float(bool(set(h) & set(a["expect"]))) for h, a in pairs]),
         "first": _mean([float(bool(h) and h[0] in a["expect"]) for h, a in pairs]),
         "chunks": _mean([float(len(h)) for h in handed]),
@@ -326,6 +327,45 @@ def domain_scores(payload: dict[str, Any], threshold: float, rule: Any, split: s
             [sum(s in a["expect"] for s in h) / len(h) if h else 0.0 for h, a in pairs]
         ),
     }
+
+
+def recorded_scores(payload: dict[str, Any], split: str, lang: str | None = None) -> Any:
+    """``answer_scores`` of ``payload``'s answerable questions of ``split`` (asked in ``lang``
+    when given) answered at the default level, as the graph handed them over when recorded."""
+    pointed = [
+        a
+        for a in payload["answers"]
+        if a["split"] == split
+        and a["group"] == "answerable"
+        and not a["refused"]
+        and (lang is None or a.get("lang") == lang)
+    ]
+    return answer_scores([a["sources"] for a in pointed], pointed)
+
+
+def domain_scores(
+    payload: dict[str, Any], threshold: float, rule: Any, split: str, lang: str | None = None
+) -> Any:
+    """A document folder's ``scores`` under ``rule``; a notes folder's answerable questions
+    (found, first, chunks, share from an expected note; those answered at the default level)
+    and broad ones (nDCG@10, recall, precision, notes; a refused one scores 0), with a plain
+    dense top 10's; those asked in ``lang`` alone when given."""
+    answers = [
+        a
+        for a in payload["answers"]
+        if a["split"] == split and (lang is None or a.get("lang") == lang)
+    ]
+    if "grades" in (answers[0] if answers else {}):
+        out = scores([replay(a, threshold, rule) for a in answers], [a["grades"] for a in answers])
+        out["dense"] = scores([a["dense"][:10] for a in answers], [a["grades"] for a in answers])
+        return out
+    pointed = [a for a in answers if a["group"] == "answerable" and not a["refused"]]
+    broad = [a for a in answers if a["group"] == "broad"]
+    sides = {
+        "": [[] if a["refused"] else replay(a, threshold, rule) for a in broad],
+        "dense ": [a["dense"][:10] for a in broad],
+    }
+    out = answer_scores([replay(a, threshold, rule) for a in pointed], pointed)
     for side, lists in sides.items():
         grades = [dict.fromkeys(a["expect"], 1) for a in broad]
         got = scores(lists, grades)
@@ -338,6 +378,44 @@ def domain_scores(payload: dict[str, Any], threshold: float, rule: Any, split: s
     return out
 
 
+def fit_own(
+    payloads: Sequence[dict[str, Any]], threshold: float, today: dict[str, dict[str, float]]
+) -> tuple[Any, float]:
+    """For notes asked in their own language (a payload's questions whose ``lang`` is its
+    ``dataset``): the rule of ``OWN_RULES`` handing the fewest chunks to the payloads' fit-split
+    answerable questions (then the most from an expected note, then the most first) among
+    those that find an expected note as often as today and hand over as large a share from it
+    (``today[dataset]``: ``recorded_scores``) in every payload. Returns the rule and its mean
+    chunks (None and 0.0 when none keeps today's)."""
+    from ragbrain.critic.handover import HandOverRule
+
+    best: tuple[Any, tuple[float, ...]] = (None, (-math.inf,))
+    for ratio, others, order, per_note, others_per_note in OWN_RULES:
+        rule = HandOverRule(
+            ratio,
+            "fit",
+            others=others,
+            order=order,
+            per_note=per_note,
+            others_per_note=others_per_note,
+        )
+        got = [domain_scores(p, threshold, rule, "fit", p["dataset"]) for p in payloads]
+        floors = [today[p["dataset"]] for p in payloads]
+        if any(
+            g[name] < f[name] - 1e-9
+            for g, f in zip(got, floors, strict=True)
+            for name in ("found", "from_expected")
+        ):
+            continue
+        key = tuple(
+            sign * _mean([g[name] for g in got])
+            for sign, name in ((-1, "chunks"), (1, "from_expected"), (1, "first"))
+        )
+        if key > best[1]:
+            best = (rule, key)
+    return best[0], (-best[1][0] if best[0] is not None else 0.0)
+
+
 def fit_rule(payloads: Sequence[dict[str, Any]], threshold: float) -> tuple[Any, float]:
     """The rule of ``RULES`` with the highest mean nDCG@10 over the payloads' fit splits (a
     document folder's queries, a notes folder's broad questions) among those that keep every
@@ -348,7 +426,7 @@ def fit_rule(payloads: Sequence[dict[str, Any]], threshold: float) -> tuple[Any,
     from ragbrain.critic.handover import HandOverRule
 
     best: tuple[Any, float, float] = (None, -1.0, 0.0)
-    for ratio, others, order in RULES:
+    for ratio, others, order, _, _ in RULES:
         rule = HandOverRule(ratio, "fit", others=others, order=order)
         values, chunks = [], 0.0
         for payload in payloads:
@@ -448,6 +526,96 @@ def rules_lodo(paths: Sequence[Path], threshold: float, ship: bool) -> tuple[dic
     return out, "\n".join(lines) + "\n"
 
 
+def _cells(got: dict[str, Any]) -> str:
+    return (
+        f"{got['found']:.0%} / {got['first']:.0%}, {got['chunks']:.2f}, {got['from_expected']:.1%}"
+    )
+
+
+def own_lodo(
+    paths: Sequence[Path],
+    today: Sequence[Path],
+    threshold: float,
+    ship: bool,
+    scripts: Sequence[str] | None = None,
+) -> tuple[dict[str, Any], str]:
+    """``--rules ... --own TODAY``: the evidence critic's rule for another model's notes asked in
+    their own language (``fit_own``), fit leave-one-folder-out with each fit folder's found
+    share and share from the expected note as floors, from ``today``'s recorded answers (the
+    same folders, as the shipped code answers them); judged on each held-out folder's test
+    split beside today's recorded hand-over, the shipped ``evidence@<model>`` rule replayed
+    and every kept chunk. ``ship``: the rule fit on every folder goes to that entry of
+    ``handover.json`` (its ``min_per_source`` kept; ``scripts`` when given, else its own)."""
+    from ragbrain.critic.handover import default_rules_path, shipped_rules
+    from ragbrain.evaluation import write_json
+
+    payloads = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in paths}
+    shipped = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in today}
+    models = {p["model"] for p in payloads.values()}
+    if len(models) != 1 or set(shipped) != set(payloads):
+        raise SystemExit("--own: one model's folders, with today's answers for each of them")
+    key = f"evidence@{models.pop()}"
+    current = shipped_rules().get(key)
+    floors = {
+        p["dataset"]: recorded_scores(shipped[n], "fit", p["dataset"]) for n, p in payloads.items()
+    }
+    out: dict[str, Any] = {"floors": floors}
+    lines = [
+        f"## The {key} rule, leave-one-folder-out (questions in the notes' language)",
+        "",
+        "Today (fit split; found and share from the note are each fit folder's floors): "
+        + ", ".join(f"{n} {_cells(v)}" for n, v in floors.items())
+        + ".",
+        "",
+        "| held out (test split) | rule fit on the others (fit: chunks) | found / first, chunks, "
+        "from the note: the fit rule | today (recorded) | shipped rule replayed | every kept "
+        "chunk | broad recall: fit rule / every kept chunk |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for held in [*payloads, ""]:
+        rule, chunks = fit_own([p for n, p in payloads.items() if n != held], threshold, floors)
+        said = "none keeps the floors"
+        if rule is not None:
+            said = (
+                f"{rule.ratio}, others {rule.others}, {rule.order}, at most {rule.per_note} a "
+                f"note, {rule.others_per_note} of another (0: any)"
+            )
+        if not held:
+            out["all"] = {"rule": said, "fit_chunks": chunks}
+            lines += ["", f"Fit on every folder's fit split: {said} ({chunks:.2f} chunks).", ""]
+            if ship and rule is not None:
+                path = default_rules_path()
+                record = json.loads(path.read_text(encoding="utf-8"))
+                entry = record["rules"].get(key, {})
+                record["rules"][key] = {
+                    "ratio": rule.ratio,
+                    "others": rule.others,
+                    "order": rule.order,
+                    "per_note": rule.per_note,
+                    "others_per_note": rule.others_per_note,
+                    "min_per_source": entry.get("min_per_source", 0.0),
+                    "scripts": list(scripts) if scripts else entry.get("scripts", []),
+                    "fit": f"{', '.join(sorted(payloads))} fit splits, questions in the notes' "
+                    "language: the fewest chunks finding an expected note as often, and as large "
+                    "a share from it, as before (python -m benchmarks.folders --rules ... --own "
+                    "... --ship; docs/decisions/e5-notes-handover-caps.md)",
+                }
+                write_json(path, record)
+                say(f"wrote {path}")
+            continue
+        lang = payloads[held]["dataset"]
+        got = {
+            name: domain_scores(payloads[held], threshold, r, "test", lang)
+            for name, r in (("fit", rule), ("shipped", current), ("none", None))
+        }
+        got["today"] = recorded_scores(shipped[held], "test", lang)
+        out[held] = {"rule": said, "fit_chunks": chunks, **got}
+        cells = [_cells(got[n]) for n in ("fit", "today", "shipped", "none")]
+        recall = f"{got['fit']['broad']['recall']:.0%} / {got['none']['broad']['recall']:.0%}"
+        lines.append(f"| {held} | {said} ({chunks:.2f}) | " + " | ".join(cells) + f" | {recall} |")
+    return out, "\n".join(lines) + "\n"
+
+
 def main() -> None:
     """Write, ingest and ask each set; save ``results/<name>.{json,md}``; ``--keep``."""
     parser = argparse.ArgumentParser(description=__doc__)
@@ -461,6 +629,18 @@ def main() -> None:
         "fit a hand-over rule leave-one-domain-out instead of asking",
     )
     parser.add_argument("--ship", action="store_true", help="with --rules: write handover.json")
+    parser.add_argument(
+        "--own",
+        nargs="+",
+        type=Path,
+        help="with --rules on another model's notes folders: today's recorded answers of the "
+        "same folders (benchmarks.notes --keep on the shipped code); fit the rule for questions "
+        "in the notes' language that hands over the fewest chunks, finding the expected note "
+        "as often and as large a share from it as they do",
+    )
+    parser.add_argument(
+        "--scripts", nargs="+", help="with --own --ship: the scripts the rule is for"
+    )
     parser.add_argument(
         "--answers",
         type=Path,
@@ -479,7 +659,10 @@ def main() -> None:
 
     critic = EvidenceCritic()
     if args.rules:
-        result, text = rules_lodo(args.rules, critic.threshold, args.ship)
+        if args.own:
+            result, text = own_lodo(args.rules, args.own, critic.threshold, args.ship, args.scripts)
+        else:
+            result, text = rules_lodo(args.rules, critic.threshold, args.ship)
         print(text)
         save(args.name, {"threshold": critic.threshold, "lodo": result}, text)
         return

@@ -285,10 +285,9 @@ def evaluate_all(
         say(f"{folder.name}: ingesting (cached) and asking")
         chosen = model_for_notes(folder / "notes")[0]
         used = embeddings if chosen == model else embeddings_for(chosen)
-        # The judged candidates (the probe) serve the fits, made on ``model``'s folders only.
-        out[folder.name] = evaluate_notes(
-            folder, used, identifiers=identifiers, probe=chosen == model
-        )
+        # The judged candidates (the probe) serve the fits: ``model``'s folders' here, the
+        # other models' notes' rules in ``benchmarks.folders --rules``.
+        out[folder.name] = evaluate_notes(folder, used, identifiers=identifiers)
     return out
 
 

@@ -91,6 +91,35 @@ def test_others_equal_to_the_ratio_in_rank_order_is_the_one_ratio_rule() -> None
     assert narrow(list(range(6)), scores, sources, by_score)[0] == [1, 4, 0]
 
 
+def test_caps_keep_a_long_pages_best_sections_and_anothers_best_chunk() -> None:
+    # a.md is a long page whose sections all score near its best; b.md is a close runner-up
+    # with two close chunks; c.md is far.
+    sources = ["a.md", "b.md", "a.md", "a.md", "b.md", "a.md", "c.md"]
+    scores = [0.9, 0.85, 0.88, 0.86, 0.8, 0.3, 0.2]
+    rule = HandOverRule(0.5, "t", others=0.5, order="score")
+    assert narrow(list(range(7)), scores, sources, rule)[0] == [0, 2, 3, 1, 4]
+    capped = HandOverRule(0.5, "t", others=0.5, order="score", per_note=2, others_per_note=1)
+    chosen, line = narrow(list(range(7)), scores, sources, capped)
+    assert chosen == [0, 2, 1]  # a.md's best two (0.9, 0.88), b.md's best (0.85)
+    said = "4 scored below 0.50 of the best or past 2 chunks a note / 1 chunk of another note"
+    assert f"3 chunks of 2 notes; {said}" in line
+    one = HandOverRule(0.5, "t", others=0.5, order="score", per_note=1)
+    assert narrow(list(range(7)), scores, sources, one)[0] == [0, 1]
+    # The best chunk stays whatever the caps: a note whose best is out of the list order.
+    assert narrow([1, 0], [0.5, 0.9], ["x.md", "x.md"], one)[0] == [1]
+
+
+def test_caps_are_read_from_the_rules_file(tmp_path: Path) -> None:
+    path = tmp_path / "handover.json"
+    path.write_text(
+        '{"rules": {"evidence": {"ratio": 0.5, "per_note": 2, "others_per_note": 1}}}',
+        encoding="utf-8",
+    )
+    rule = read_rules(path)["evidence"]
+    assert (rule.per_note, rule.others_per_note) == (2, 1)
+    assert "2 chunks a note, 1 chunk of another note" in rule.source
+
+
 @pytest.mark.parametrize(
     ("content", "says"),
     [
@@ -102,6 +131,8 @@ def test_others_equal_to_the_ratio_in_rank_order_is_the_one_ratio_rule() -> None
         ('{"rules": {"evidence": {}}}', "ratio must be a number"),
         ('{"rules": {"evidence": {"ratio": 0.5, "others": 2}}}', "others must be a number"),
         ('{"rules": {"evidence": {"ratio": 0.5, "order": "name"}}}', "order must be one of"),
+        ('{"rules": {"evidence": {"ratio": 0.5, "per_note": 1.5}}}', "whole numbers"),
+        ('{"rules": {"evidence": {"ratio": 0.5, "others_per_note": -1}}}', "whole numbers"),
     ],
 )
 def test_a_malformed_rules_file_is_a_critic_load_error(

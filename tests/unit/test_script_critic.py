@@ -1,7 +1,7 @@
 """On a multilingual-e5-small store of Japanese notes, the shipped critic is chosen per question
 by its script (``ragbrain.settings.StoreSettings.judging``): a Japanese question gets the
 evidence critic on scaled e5 distances with the hand-over rule and strict cuts fit on Japanese,
-Thai and Chinese notes (applied to Japanese and Chinese ones); an English question keeps the
+Thai and Chinese notes (applied to each of them); an English question keeps the
 cross-encoder and no hand-over, and is answered. MiniLM stores and e5 stores of one-chunk
 passages have one critic for every question. (The e5 and MiniLM models are fakes under their
 names: ``registered_models``.)"""
@@ -124,10 +124,12 @@ def test_one_chunk_passages_and_minilm_stores_keep_one_critic_for_every_question
     assert e5.offtopic is not None and e5.offtopic.per_source < 1.25
     assert e5.notes_script is None and e5.judging("Redis の cache")[2] == ""
     # The notes' script is the rule's script the chunks use, however much code is Latin;
-    # Thai notes (no gain measured) keep the cross-encoder for every question.
+    # Thai notes (long pages) as well; a script the rule was not fit on keeps the cross-encoder.
     found = shipped.for_script(passages, {"latin": 0.79, "cjk": 0.21}, 3.8)
     assert found is not None and found[0] == "cjk"
-    assert shipped.for_script(passages, {"thai": 0.8, "latin": 0.2}, 12.6) is None
+    thai = shipped.for_script(passages, {"thai": 0.8, "latin": 0.2}, 12.6)
+    assert thai is not None and thai[0] == "thai"
+    assert shipped.for_script(passages, {"hangul": 0.8, "latin": 0.2}, 3.8) is None
     assert shipped.for_script(passages, {"latin": 0.97, "cjk": 0.03}, 3.8) is None
     minilm = _store(tmp_path / "minilm", registered_models[DEFAULT_EMBEDDING_MODEL], sections=6)
     english = store_resolution(minilm, shipped).current()

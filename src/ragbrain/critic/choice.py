@@ -110,7 +110,7 @@ class ShippedCritic:
         the strict cuts fit on such notes (``for_notes``), on a store of notes (``per_source``
         chunks a note, at least the rule's) of a model for which a hand-over rule was fit on
         notes in that script (``evidence@<model>`` in ``handover.json``, its ``scripts``:
-        Japanese and Chinese notes on multilingual-e5-small). The script is the rule's
+        Japanese, Thai and Chinese notes on multilingual-e5-small). The script is the rule's
         script most of the chunks use (``scripts``: each script's share of the chunks; code
         and English make a Latin share of their own). None elsewhere. A question in another
         script keeps the cross-encoder, which reads a pair across languages

@@ -19,7 +19,8 @@ documents (``python -m benchmarks.folders --rules ... --ship``), and ships in
 caller's own critic) hands over all it keeps, as before. An entry ``<kind>@<model>`` is the
 rule fit for that critic on notes of another embedding model, for questions in its
 ``scripts`` (``evidence@multilingual-e5-small``: fit on Japanese, Thai and Chinese notes asked
-in their own language, for Japanese and Chinese questions: ``ShippedCritic.for_script``).
+in their own language, for their questions: ``ShippedCritic.for_script``; a long page by its
+best three chunks, another note by its best one).
 """
 
 from __future__ import annotations
@@ -62,6 +63,11 @@ class HandOverRule:
     #: ``"rank"``: notes in the order their first kept chunk comes in the list; ``"score"``:
     #: in the order of their best score.
     order: str = "rank"
+    #: At most this many chunks of one note, its best-scored (0: no cap): a long page whose
+    #: sections all score near the best is handed over by its best few.
+    per_note: int = 0
+    #: At most this many chunks of a note other than the best one's (0: no cap).
+    others_per_note: int = 0
 
 
 ORDERS = ("rank", "score")
@@ -69,11 +75,12 @@ ORDERS = ("rank", "score")
 
 def read_rules(path: Path) -> dict[str, HandOverRule]:
     """The rules in ``path`` per critic kind (``{"rules": {"evidence": {"ratio": 0.6}}}``;
-    optional ``others``, ``confident``, ``min_per_source`` and ``order``).
+    optional ``others``, ``confident``, ``min_per_source``, ``order``, ``per_note`` and
+    ``others_per_note``).
 
     Raises:
-        CriticLoadError: The file is missing, not JSON, a ratio is not in [0, 1] or the order
-            is not one of ``ORDERS``.
+        CriticLoadError: The file is missing, not JSON, a ratio is not in [0, 1], the order
+            is not one of ``ORDERS`` or a cap is not a whole number >= 0.
     """
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
@@ -115,12 +122,22 @@ def read_rules(path: Path) -> dict[str, HandOverRule]:
                 )
             checked.append(float(value))
         ratio, confident, per_source, others = checked
+        caps = [entry.get(name, 0) for name in ("per_note", "others_per_note")]
+        if any(isinstance(c, bool) or not isinstance(c, int) or c < 0 for c in caps):
+            raise CriticLoadError(
+                f"{path}: rules.{kind}.per_note and others_per_note must be whole numbers >= 0."
+            )
         scripts = entry.get("scripts", [])
         if not isinstance(scripts, list) or not all(isinstance(x, str) for x in scripts):
             raise CriticLoadError(f"{path}: rules.{kind}.scripts must be a list of script names.")
         fit = entry.get("fit")  # an entry fit apart from the others says where
         where = fit if isinstance(fit, str) else by or path.name
         said = f"ratio {ratio:.2f}" + (f", others {others:.2f}" if others != ratio else "")
+        said += "".join(
+            f", {c} chunk{'s' if c != 1 else ''} {what}"
+            for c, what in zip(caps, ("a note", "of another note"), strict=True)
+            if c
+        )
         out[str(kind)] = HandOverRule(
             ratio,
             f"{said}, {where}",
@@ -129,6 +146,8 @@ def read_rules(path: Path) -> dict[str, HandOverRule]:
             tuple(scripts),
             others=others,
             order=str(order),
+            per_note=caps[0],
+            others_per_note=caps[1],
         )
     return out
 
@@ -161,6 +180,26 @@ def rule_for(
     if rule is None or (per_source is not None and per_source < rule.min_per_source):
         return None
     return rule
+
+
+def _capped(
+    kept: Sequence[int],
+    scores: Sequence[float],
+    sources: Sequence[str],
+    top: str,
+    rule: HandOverRule,
+) -> list[int]:
+    """``kept`` (in its order) holding at most ``rule.per_note`` chunks of a note and
+    ``rule.others_per_note`` of a note other than ``top``, each note's best-scored ones."""
+    by_note: dict[str, list[int]] = {}
+    for i in kept:
+        by_note.setdefault(sources[i], []).append(i)
+    allowed: set[int] = set()
+    for note, items in by_note.items():
+        caps = [rule.per_note, 0 if note == top else rule.others_per_note]
+        cap = min((c for c in caps if c), default=len(items))
+        allowed.update(sorted(items, key=lambda i: -scores[i])[:cap])
+    return [i for i in kept if i in allowed]
 
 
 def narrow(
@@ -196,6 +235,8 @@ def narrow(
         for i in chosen
         if i == best or (sources[i] in passed and (i == tops[sources[i]] or scores[i] >= floor))
     ]
+    if rule.per_note or rule.others_per_note:
+        kept = _capped(kept, scores, sources, sources[best], rule)
     order: dict[str, list[int]] = {}
     for i in kept:
         order.setdefault(sources[i], []).append(i)
@@ -207,9 +248,15 @@ def narrow(
     cut = f"{rule.ratio:.2f}"
     if rule.others is not None and rule.others != rule.ratio:
         cut += f" (another note's best chunk: {rule.others:.2f})"
+    caps = [
+        f"{c} chunk{'s' if c != 1 else ''} {what}"
+        for c, what in ((rule.per_note, "a note"), (rule.others_per_note, "of another note"))
+        if c
+    ]
+    past = " or past " + " / ".join(caps) if caps else ""
     below = (
         f"{dropped} other kept chunk{'s' if dropped != 1 else ''} scored below "
-        f"{cut} of its {scores[best]:.3f} ({rule.source})"
+        f"{cut} of its {scores[best]:.3f}{past} ({rule.source})"
     )
     if len(kept) == 1:
         note = f"hand-over: only the best chunk ({sources[best]}); {below}"
@@ -218,7 +265,7 @@ def narrow(
     elif dropped:
         note = (
             f"hand-over: {len(kept)} chunks of {len(order)} notes; {dropped} scored below "
-            f"{cut} of the best ({scores[best]:.3f}, {rule.source})"
+            f"{cut} of the best{past} ({scores[best]:.3f}, {rule.source})"
         )
     else:
         note = f"hand-over: all {len(kept)} kept chunks score within {cut} of the best"
