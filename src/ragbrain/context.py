@@ -177,6 +177,25 @@ class RetrievalContext:
         },
     )
 
+    overview: bool = field(
+        default=True,
+        metadata={
+            "description": "Hand an overview question ('what have I written about X', 'which "
+            "tools ...', 'X: a, b and c'; ragbrain.query.overview) the best chunk of each "
+            "note the critic keeps, notes in the order of their scores, up to the deepest "
+            "tier's count, from 'judged_overview' candidates, instead of the hand-over rule's "
+            "one answering note. Ignored when k is set."
+        },
+    )
+
+    judged_overview: int = field(
+        default=20,
+        metadata={
+            "description": "Candidates searched and judged for an overview question (at least "
+            "the depth and 'judged'). Ignored when k is set or overview is off."
+        },
+    )
+
     abstain: AbstainLevel = field(
         default="on",
         metadata={
@@ -253,6 +272,7 @@ class RetrievalContext:
         check_k(self.k)
         check_k(self.judged, name="judged")
         check_k(self.judged_compound, name="judged_compound")
+        check_k(self.judged_overview, name="judged_overview")
         if self.search_mode not in SEARCH_MODES:
             raise InvalidInputError(
                 f"search_mode must be one of {SEARCH_MODES}, got {self.search_mode!r}."
