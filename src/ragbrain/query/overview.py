@@ -51,12 +51,12 @@ CUES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("asks for an inventory", re.compile(rf"\blist (?:(?:the|all|every) )?{_KINDS}\b")),
     ("asks for an inventory", re.compile(rf"\bways {_SELF}\b")),
 )
-_JOINS = re.compile(r"\b(?:and|or)\b")
+_SEPARATORS = re.compile(r",|\b(?:and|or)\b")
 
 
 def _facets(text: str) -> bool:
-    """Three or more items after the first colon, or inside the first parentheses: two
-    commas, or a comma and an 'and' / 'or'."""
+    """Three or more items after the first colon, or inside the first parentheses: parts
+    with a letter between commas, 'and' and 'or', at least one comma among them."""
     for opener, closer in ((":", None), ("(", ")")):
         at = text.find(opener)
         if at < 0:
@@ -64,8 +64,10 @@ def _facets(text: str) -> bool:
         tail = text[at + 1 :]
         if closer is not None:
             tail = tail.split(closer, 1)[0]
-        commas = tail.count(",")
-        if commas >= 2 or (commas >= 1 and _JOINS.search(tail)):
+        if "," not in tail:
+            continue
+        items = [part for part in _SEPARATORS.split(tail) if any(c.isalpha() for c in part)]
+        if len(items) >= 3:
             return True
     return False
 
