@@ -188,6 +188,15 @@ class RetrievalContext:
         },
     )
 
+    overview_share: float = field(
+        default=1.0,
+        metadata={
+            "description": "An overview question's critic cut as a share of the critic's, in "
+            "[0, 1]: several notes answer it, each of them less closely than one note answers "
+            "a pointed question. Ignored when k is set or overview is off."
+        },
+    )
+
     judged_overview: int = field(
         default=20,
         metadata={
@@ -267,6 +276,8 @@ class RetrievalContext:
             raise InvalidInputError(
                 f"abstain_thresholds must be AbstainThresholds or None, got {cuts!r}."
             )
+        if not 0.0 <= self.overview_share <= 1.0:
+            raise InvalidInputError(f"overview_share must be in [0, 1], got {self.overview_share}.")
         if not 0.0 <= self.dense_share <= 1.0:
             raise InvalidInputError(f"dense_share must be in [0, 1], got {self.dense_share}.")
         check_k(self.k)

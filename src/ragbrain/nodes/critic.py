@@ -291,6 +291,8 @@ def make_critic_filter(settings: Callable[[], StoreSettings]) -> Node:
             threshold = context.critic_threshold
             if threshold is None:
                 threshold = critic.threshold
+            if state.get("overview") and not parts and context.k is None:
+                threshold *= context.overview_share  # several notes answer: a lower bar
             texts, distances = [hit["text"] for hit in hits], [hit["distance"] for hit in hits]
             scores = _scores(critic, state["query"], hits, texts, distances)
             answers: list[str | None] = [None] * len(hits)
