@@ -189,11 +189,13 @@ class RetrievalContext:
     )
 
     overview_share: float = field(
-        default=1.0,
+        default=0.25,
         metadata={
             "description": "An overview question's critic cut as a share of the critic's, in "
-            "[0, 1]: several notes answer it, each of them less closely than one note answers "
-            "a pointed question. Ignored when k is set or overview is off."
+            "[0, 1]: several notes answer it, each less closely than one note answers a "
+            "pointed question. Fit leave-one-folder-out on the English notes folders' fit "
+            "splits (docs/decisions/overview-questions.md). Ignored when k is set or "
+            "overview is off."
         },
     )
 

@@ -9,6 +9,7 @@ import pytest
 
 from ragbrain.context import RetrievalContext
 from ragbrain.critic.handover import HandOverRule, breadth
+from ragbrain.errors import InvalidInputError
 from ragbrain.graph import build_graph
 from ragbrain.nodes.depth import plan_depth
 from ragbrain.query.overview import overview_cue
@@ -65,6 +66,13 @@ def test_an_overview_question_is_searched_deeper_and_says_why() -> None:
     assert compound["overview"] is None
 
 
+def test_the_share_of_the_cut_must_be_a_share() -> None:
+    with pytest.raises(InvalidInputError, match="overview_share must be in"):
+        RetrievalContext(overview_share=1.5)
+    with pytest.raises(InvalidInputError, match="judged_overview"):
+        RetrievalContext(judged_overview=0)
+
+
 def test_breadth_keeps_each_notes_best_chunk_in_score_order_up_to_the_count() -> None:
     sources = ["a.md", "b.md", "a.md", "c.md", "d.md"]
     scores = [0.5, 0.9, 0.8, 0.3, math.nan]
@@ -92,6 +100,7 @@ def test_the_graph_hands_an_overview_question_one_chunk_of_each_note(fake_store:
     assert len(sources) > 1 and len(sources) == len(set(sources)) <= wide["depth"]
     assert wide["overview"] is not None
     assert any("an overview question, the best chunk of each" in n for n in wide["notes"])
+    assert any("an overview question: 0.25 of the critic's cut" in n for n in wide["notes"])
     off = graph.invoke(
         {"query": "what have I written about nightly backup credentials", "type_filter": None},
         context=RetrievalContext(abstain="off", overview=False),

@@ -288,11 +288,7 @@ def make_critic_filter(settings: Callable[[], StoreSettings]) -> Node:
             status = f"off: {off_reason}"
             documents, answerable, reason, note = _without_critic(state, status, parts)
         else:
-            threshold = context.critic_threshold
-            if threshold is None:
-                threshold = critic.threshold
-            if state.get("overview") and not parts and context.k is None:
-                threshold *= context.overview_share  # several notes answer: a lower bar
+            threshold, lowered = _cut(critic, state, context, bool(parts))
             texts, distances = [hit["text"] for hit in hits], [hit["distance"] for hit in hits]
             scores = _scores(critic, state["query"], hits, texts, distances)
             answers: list[str | None] = [None] * len(hits)
@@ -314,6 +310,7 @@ def make_critic_filter(settings: Callable[[], StoreSettings]) -> Node:
             )
             note = _kept_note(status, scores, handed[1], threshold)
             note += f" (the critic for {chosen_for})" if chosen_for else ""
+            note += lowered
             if len(documents) > state["depth"]:
                 note += f" (more than the depth, {state['depth']}: the critic kept them)"
             note += f"; {narrowed}" if narrowed else ""
@@ -338,6 +335,20 @@ def make_critic_filter(settings: Callable[[], StoreSettings]) -> Node:
         }
 
     return critic_filter
+
+
+def _cut(
+    critic: Critic, state: RetrievalState, context: RetrievalContext, parts: bool
+) -> tuple[float, str]:
+    """The critic's cut for this run (the context's, else the critic's own; an overview
+    question's times ``overview_share``) and what the trace adds when it is lowered."""
+    threshold = context.critic_threshold
+    if threshold is None:
+        threshold = critic.threshold
+    if state.get("overview") and not parts and context.k is None:  # several notes answer
+        share = context.overview_share
+        return threshold * share, f" (an overview question: {share:g} of the critic's cut)"
+    return threshold, ""
 
 
 def _narrowed(
