@@ -29,6 +29,10 @@ from tests.support.fakes import OverlapCritic
         ("list the ways I've set up redirects", "inventory"),
         ("consul: cluster health, service DNS records, maintenance mode", "three or more facets"),
         ("a disk filling up (pg_wal growing, archiving stuck, slots)", "three or more facets"),
+        ("Dockerについて書いたページはどれ？", "what the notes hold"),
+        ("我记过哪些跟 nginx 有关的笔记？", "what the notes hold"),
+        ("มีหน้าไหนบ้างที่พูดถึงการแชร์รายงาน", "what the notes hold"),
+        ("ネットワークの設定（DNS、プロキシ、VPN）", "three or more facets"),
     ],
 )
 def test_an_overview_question_names_its_cue(question: str, cue: str) -> None:
@@ -45,7 +49,9 @@ def test_an_overview_question_names_its_cue(question: str, cue: str) -> None:
         "write custom markdown to the summary page of a GitHub Actions run",
         "what colour does argon glow compared with neon?",
         "toolsetoverview of the week",  # a word holding a cue is not one
-        "バックアップの方法：設定、確認、復元",  # no cue in Japanese yet; full-width commas
+        "バックアップの方法：設定と確認",  # two facets
+        "铁路沿线设有哪些站点？",  # 'which ones', about the world, not the notes
+        "北陸線の事故で全部何人が亡くなった？",
     ],
 )
 def test_a_pointed_question_has_no_cue(question: str) -> None:

@@ -11,10 +11,11 @@ and a plain dense top 10 finds more of them than a hand-over tuned to one note's
   to*, *list the ways*;
 - it names three or more facets of a topic after a colon or in parentheses (*X: a, b and c*).
 
-The cues were written from the English notes folders' fit questions (``benchmarks.notes``;
-``docs/decisions/overview-questions.md``); they read the question's first
-``READ_QUERY_CHARS`` characters, each pattern in time linear in its length. Other languages
-have no cue yet: their questions are never overviews.
+The cues were written from the fit questions of the English, Japanese, Chinese and Thai notes
+folders (``benchmarks.notes``; ``docs/decisions/overview-questions.md``): in Japanese,
+Chinese and Thai, a question about the pages or notes themselves ("について書いたページ",
+"笔记有哪些", "มีหน้าไหนบ้าง") and facets listed with full-width commas. They read the question's
+first ``READ_QUERY_CHARS`` characters, each pattern in time linear in its length.
 """
 
 from __future__ import annotations
@@ -50,21 +51,35 @@ CUES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("asks for an inventory", re.compile(rf"\b{_KINDS} (?:for|to)\b")),
     ("asks for an inventory", re.compile(rf"\blist (?:(?:the|all|every) )?{_KINDS}\b")),
     ("asks for an inventory", re.compile(rf"\bways {_SELF}\b")),
+    # Japanese, Chinese and Thai: the pages or notes themselves ("…について書いたページ",
+    # "笔记有哪些", "我记过哪些", "มีหน้าไหนบ้าง").
+    (
+        "asks what the notes hold",
+        re.compile(
+            r"(?:ページ|ノート|メモ)[^。？?]{0,12}(?:どれ|全部|まとめ|一覧)|書いた(?:ページ|ノート|メモ)"
+        ),
+    ),
+    (
+        "asks what the notes hold",
+        re.compile(r"(?:我|笔记|筆記|记录|記錄)[^。？?]{0,30}哪些|哪些[^。？?]{0,30}(?:笔记|筆記)"),
+    ),
+    ("asks what the notes hold", re.compile(r"(?:หน้า|บันทึก)ไหนบ้าง")),
 )
-_SEPARATORS = re.compile(r",|\b(?:and|or)\b")
+_SEPARATORS = re.compile(r"[,、，]|\b(?:and|or)\b")
 
 
 def _facets(text: str) -> bool:
-    """Three or more items after the first colon, or inside the first parentheses: parts
-    with a letter between commas, 'and' and 'or', at least one comma among them."""
-    for opener, closer in ((":", None), ("(", ")")):
+    """Three or more items after the first colon, or inside the first parentheses (ASCII or
+    full-width): parts with a letter between commas (ASCII, ideographic or full-width), "and"
+    and "or", at least one comma among them."""
+    for opener, closer in ((":", None), ("：", None), ("(", ")"), ("（", "）")):
         at = text.find(opener)
         if at < 0:
             continue
         tail = text[at + 1 :]
         if closer is not None:
             tail = tail.split(closer, 1)[0]
-        if "," not in tail:
+        if not any(comma in tail for comma in ",、，"):
             continue
         items = [part for part in _SEPARATORS.split(tail) if any(c.isalpha() for c in part)]
         if len(items) >= 3:
