@@ -17,6 +17,14 @@ folders of documents (``python -m benchmarks.folders --rules``, on ``--keep``'s 
         [--ship] [--name notes] [--keep DIR]
     python -m benchmarks.notes ../shared/data/notes_dev_ml/{ja,th,zh} --identifiers 0 \\
         --name notes-ml
+    python -m benchmarks.notes ../shared/data/notes_dev/{tldr,simonw_til,gitlab_runbooks} \\
+        --overview --name overview-share
+
+``--overview`` fits ``RetrievalContext.overview_share`` instead (``overview_lodo``): each
+folder's overview questions (broad questions with a cue, ``ragbrain.query.overview``) asked
+through the shipped retriever at each share of ``SHARES``; held apart folder by folder, the
+largest share (the fewest notes) at which the other folders' fit-split recall reaches, on
+average, a plain dense top 10's; the held-apart folder's test split judged at it.
 
 Each folder is ingested with the model a new store of its notes gets (``model_for_notes``:
 multilingual-e5-small for ja/th/zh). The fits (hand-over ratio, off-topic quantile and cap)
@@ -45,6 +53,8 @@ FOUND = 0.975
 #: notes' ratio costs 0.04 nDCG@10 (docs/critic.md).
 MIN_PER_SOURCE = NOTES_SPAN
 RATIOS = tuple(round(0.05 * n, 2) for n in range(21))
+#: The shares of the critic's cut tried for overview questions, the largest first.
+SHARES = (1.0, 0.75, 0.5, 0.25, 0.0)
 
 
 def simulate(answer: dict[str, Any], threshold: float, ratio: float | None) -> list[str]:
@@ -291,6 +301,97 @@ def evaluate_all(
     return out
 
 
+def _overview_asked(folders: Sequence[Path]) -> dict[str, dict[str, Any]]:
+    """Each folder's overview questions asked at each share: ``{folder: {split: {share:
+    [(recall, relevant share, notes)]}, "dense": {split: [recall]}}}``."""
+    from ragbrain.evaluation import cached_store_path, notes_store
+    from ragbrain.evaluation.notes import load_questions
+    from ragbrain.models.embeddings import embeddings_for
+    from ragbrain.query.overview import overview_cue
+    from ragbrain.retriever import CorrectiveRetriever
+
+    model = "all-MiniLM-L6-v2"
+    embeddings = embeddings_for(model)
+
+    def scored(got: Sequence[str], expect: Sequence[str]) -> tuple[float, float, int]:
+        hit = len(set(got) & set(expect))
+        return hit / len(expect), hit / len(set(got)) if got else 0.0, len(set(got))
+
+    out: dict[str, dict[str, Any]] = {}
+    for folder in folders:
+        say(f"{folder.name}: overview questions")
+        store = notes_store(folder, embeddings)
+        shipped = CorrectiveRetriever.from_store(
+            cached_store_path(folder, model), embeddings=embeddings
+        )
+        asked = [q for q in load_questions(folder) if q.group == "broad" and overview_cue(q.text)]
+        entry: dict[str, Any] = {"dense": {}}
+        for split in ("fit", "test"):
+            questions = [q for q in asked if q.split == split]
+            entry["dense"][split] = [
+                scored(
+                    [str(h["metadata"].get("source")) for h in store.search(q.text, 10)], q.expect
+                )
+                for q in questions
+            ]
+            entry[split] = {}
+            for share in SHARES:
+                context = replace(shipped.context, overview_share=share)
+                retriever = shipped.model_copy(update={"context": context})
+                entry[split][share] = [
+                    scored(
+                        [str(d.metadata.get("source")) for d in retriever.invoke(q.text)], q.expect
+                    )
+                    for q in questions
+                ]
+        out[folder.name] = entry
+    return out
+
+
+def overview_lodo(folders: Sequence[Path]) -> tuple[dict[str, Any], str]:
+    """``--overview``: the share fit leave-one-folder-out, and its table."""
+    asked = _overview_asked(folders)
+
+    def mean(rows: Sequence[tuple[float, float, int]], column: int) -> float:
+        return sum(r[column] for r in rows) / len(rows) if rows else 0.0
+
+    def fit(names: Sequence[str]) -> float:
+        for share in SHARES:
+            got = [mean(asked[n]["fit"][share], 0) for n in names]
+            dense = [mean(asked[n]["dense"]["fit"], 0) for n in names]
+            if sum(got) >= sum(dense):
+                return share
+        return SHARES[-1]
+
+    lodo: dict[str, Any] = {}
+    lines = [
+        "# Overview questions: the critic's cut share, leave-one-folder-out",
+        "",
+        "| held-apart folder | questions (test) | share (fit) | recall: share 1 -> fit "
+        "(dense top 10) | relevant share | notes |",
+        "|---|---|---|---|---|---|",
+    ]
+    for held in asked:
+        share = fit([n for n in asked if n != held])
+        one, got = asked[held]["test"][1.0], asked[held]["test"][share]
+        dense = asked[held]["dense"]["test"]
+        lodo[held] = {"share": share, "questions": len(got)} | {
+            f"{key}_{side}": round(mean(rows, column), 4)
+            for side, rows in (("one", one), ("fit", got), ("dense", dense))
+            for key, column in (("recall", 0), ("precision", 1), ("notes", 2))
+        }
+        e = lodo[held]
+        lines.append(
+            f"| {held} | {len(got)} | {share} | {e['recall_one']:.1%} -> {e['recall_fit']:.1%} "
+            f"({e['recall_dense']:.1%}) | {e['precision_one']:.1%} -> {e['precision_fit']:.1%} "
+            f"({e['precision_dense']:.1%}) | {e['notes_one']:.1f} -> {e['notes_fit']:.1f} "
+            f"({e['notes_dense']:.1f}) |"
+        )
+    shipped = fit(list(asked))
+    lines += ["", f"Fit on every folder's fit split: share {shipped}.", ""]
+    return {"lodo": lodo, "shipped": shipped}, "\n".join(lines)
+
+
 def _keep(folder: Path, everyone: dict[str, dict[str, Any]]) -> None:
     """``--keep``: each folder's payload (its answers with every judged candidate)."""
     from ragbrain.evaluation import write_json
@@ -315,12 +416,25 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument(
         "--identifiers", type=int, default=100, help="identifier questions per folder"
     )
+    parser.add_argument(
+        "--overview", action="store_true", help="fit the overview questions' share of the cut"
+    )
     return parser.parse_args()
 
 
 def main() -> None:
-    """Evaluate the folders, fit LODO, save ``results/<name>.{json,md}``; ``--ship``."""
+    """``evaluate``, or ``--overview``'s fit (``overview_lodo``)."""
     args = _arguments()
+    if args.overview:
+        result, text = overview_lodo(args.folders)
+        print(text)
+        save(args.name, result, text)
+    else:
+        evaluate(args)
+
+
+def evaluate(args: argparse.Namespace) -> None:
+    """Evaluate the folders, fit LODO, save ``results/<name>.{json,md}``; ``--ship``."""
     from ragbrain.critic.evidence import EvidenceCritic
     from ragbrain.evaluation import broad_table, notes_table
     from ragbrain.evaluation.notes import ranking_table

@@ -460,14 +460,21 @@ NOTES_CUTS_PATH = Path("src/ragbrain/refusal/abstain_notes.json")
 
 
 def ship(fitted: Mapping[str, Any], folders: Sequence[str]) -> None:
-    """Write the notes cuts (nothing when the fit refuses nothing: every store keeps the
-    critic's own cuts)."""
+    """Write the notes cuts of the evidence critic (nothing when the fit refuses nothing:
+    every store keeps the critic's own cuts); the file's other entries (the cuts fit for
+    another model's notes) stay as they are."""
+    import json
+
     from ragbrain.critic.evidence import EvidenceCritic
     from ragbrain.evaluation import write_json
 
     if fitted["refusal_recall"] <= 0:
         say("the notes fit refuses nothing: not shipped")
         return
+    others = {}
+    if NOTES_CUTS_PATH.is_file():
+        cuts = json.loads(NOTES_CUTS_PATH.read_text(encoding="utf-8")).get("cuts", {})
+        others = {kind: entry for kind, entry in cuts.items() if kind != "evidence"}
     record = {
         "cuts": {
             "evidence": {
@@ -479,7 +486,8 @@ def ship(fitted: Mapping[str, Any], folders: Sequence[str]) -> None:
                 "one_note_support": fitted.get("one_note_support"),
                 "min_per_source": NOTES_LIKE,
                 "layer": EvidenceCritic().fingerprint,
-            }
+            },
+            **others,
         },
         "fit": {
             "by": "python -m benchmarks.lodo.strict --ship",

@@ -177,6 +177,36 @@ class RetrievalContext:
         },
     )
 
+    overview: bool = field(
+        default=True,
+        metadata={
+            "description": "Hand an overview question ('what have I written about X', 'which "
+            "tools ...', 'X: a, b and c'; ragbrain.query.overview) the best chunk of each "
+            "note the critic keeps, notes in the order of their scores, up to the deepest "
+            "tier's count, from 'judged_overview' candidates, instead of the hand-over rule's "
+            "one answering note. Ignored when k is set."
+        },
+    )
+
+    overview_share: float = field(
+        default=0.25,
+        metadata={
+            "description": "An overview question's critic cut as a share of the critic's, in "
+            "[0, 1]: several notes answer it, each less closely than one note answers a "
+            "pointed question. Fit leave-one-folder-out on the English notes folders' fit "
+            "splits (docs/decisions/overview-questions.md). Ignored when k is set or "
+            "overview is off."
+        },
+    )
+
+    judged_overview: int = field(
+        default=20,
+        metadata={
+            "description": "Candidates searched and judged for an overview question (at least "
+            "the depth and 'judged'). Ignored when k is set or overview is off."
+        },
+    )
+
     abstain: AbstainLevel = field(
         default="on",
         metadata={
@@ -248,11 +278,14 @@ class RetrievalContext:
             raise InvalidInputError(
                 f"abstain_thresholds must be AbstainThresholds or None, got {cuts!r}."
             )
+        if not 0.0 <= self.overview_share <= 1.0:
+            raise InvalidInputError(f"overview_share must be in [0, 1], got {self.overview_share}.")
         if not 0.0 <= self.dense_share <= 1.0:
             raise InvalidInputError(f"dense_share must be in [0, 1], got {self.dense_share}.")
         check_k(self.k)
         check_k(self.judged, name="judged")
         check_k(self.judged_compound, name="judged_compound")
+        check_k(self.judged_overview, name="judged_overview")
         if self.search_mode not in SEARCH_MODES:
             raise InvalidInputError(
                 f"search_mode must be one of {SEARCH_MODES}, got {self.search_mode!r}."

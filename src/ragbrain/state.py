@@ -35,6 +35,9 @@ class RetrievalOutput(TypedDict):
     depth: int
     # ... and how many are searched and judged (the critic may hand over more than depth).
     candidates: int
+    # Why the question is an overview question (``ragbrain.query.overview``), handed the best
+    # chunk of each kept note; None for any other.
+    overview: NotRequired[str | None]
     best_distance: float | None
     gate: float
     first_search_quality: Verdict

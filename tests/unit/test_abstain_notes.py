@@ -175,3 +175,35 @@ def test_at_the_strict_level_one_notes_confident_set_is_kept_and_a_spread_set_re
     spread = run(10)
     assert not spread["answerable"] and spread["documents"] == []
     assert "nothing fits" in (spread["abstain_reason"] or "")
+
+
+def test_at_the_strict_level_a_set_whose_rare_words_a_chunk_holds_is_kept_over_notes(
+    fake_store: Store,
+) -> None:
+    """A question naming what a chunk holds is not missing its answer, whether the set to
+    hand over is one note's or spreads over several; without the support floor it is
+    refused."""
+    from ragbrain.graph import build_graph
+    from ragbrain.store.lexical import LexicalSearcher
+
+    cut = OffTopicCut(2.0, 2.0, "never refuses", "test", per_source=3.0)
+    lexical = LexicalSearcher(fake_store)
+    graph = build_graph(fake_store, EvidenceCritic(), lexical=lexical, offtopic=cut, handover=None)
+    query: RetrievalInput = {"query": "nightly backup credentials expired", "type_filter": None}
+
+    def run(support: float | None) -> dict[str, Any]:
+        rule = abstain.AbstainThresholds(  # refuses every set but the one-note rule's
+            1.0, 0.0, "test", coverage_below=None, one_note_chunks=1, one_note_support=support
+        )
+        context = RetrievalContext(
+            abstain="strict", abstain_thresholds=rule, critic_threshold=0.0, k=10
+        )
+        out: dict[str, Any] = graph.invoke(query, context=context)
+        return out
+
+    kept = run(0.5)
+    assert kept["lexical_support"] is not None and kept["lexical_support"] >= 0.5
+    assert len({d.metadata["source"] for d in kept["documents"]}) > 1  # a spread set
+    assert any("strict: kept" in line and "rare words" in line for line in kept["notes"])
+    refused = run(None)  # no support floor: the strict cuts alone decide
+    assert not refused["answerable"] and refused["documents"] == []

@@ -270,3 +270,31 @@ def narrow(
     else:
         note = f"hand-over: all {len(kept)} kept chunks score within {cut} of the best"
     return grouped, note
+
+
+def breadth(
+    chosen: Sequence[int], scores: Sequence[float], sources: Sequence[str], notes: int
+) -> tuple[list[int], str]:
+    """An overview question's hand-over: of the ``chosen`` indices (in rank order), the
+    best-scored chunk of each note, notes in the order of those scores, at most ``notes``.
+
+    Returns:
+        The indices to hand over and the trace's line.
+    """
+    tops: dict[str, int] = {}
+    for i in chosen:
+        score = scores[i]
+        if sources[i] not in tops or (
+            not math.isnan(score)
+            and (math.isnan(scores[tops[sources[i]]]) or score > scores[tops[sources[i]]])
+        ):
+            tops[sources[i]] = i
+    ranked = sorted(tops.values(), key=lambda i: -scores[i] if not math.isnan(scores[i]) else 1.0)
+    kept = ranked[:notes]
+    dropped = len(chosen) - len(kept)
+    note = f"hand-over: an overview question, the best chunk of each of {len(kept)} notes"
+    if len(tops) > notes:
+        note += f" (the {notes} best of {len(tops)})"
+    if dropped:
+        note += f"; {dropped} other chunk{'s' if dropped != 1 else ''} of those notes stay behind"
+    return kept, note

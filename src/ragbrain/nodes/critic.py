@@ -23,7 +23,7 @@ from langgraph.runtime import Runtime
 from ragbrain.context import RetrievalContext, context_of
 from ragbrain.critic.base import Critic, keep_mask, threshold_label
 from ragbrain.critic.evidence import EvidenceCritic
-from ragbrain.critic.handover import narrow
+from ragbrain.critic.handover import HandOverRule, breadth, narrow
 from ragbrain.nodes import Node
 from ragbrain.nodes.parts import judge_parts, nearest_parts
 from ragbrain.query.compound import split_compound
@@ -288,9 +288,7 @@ def make_critic_filter(settings: Callable[[], StoreSettings]) -> Node:
             status = f"off: {off_reason}"
             documents, answerable, reason, note = _without_critic(state, status, parts)
         else:
-            threshold = context.critic_threshold
-            if threshold is None:
-                threshold = critic.threshold
+            threshold, lowered = _cut(critic, state, context, bool(parts))
             texts, distances = [hit["text"] for hit in hits], [hit["distance"] for hit in hits]
             scores = _scores(critic, state["query"], hits, texts, distances)
             answers: list[str | None] = [None] * len(hits)
@@ -301,12 +299,8 @@ def make_critic_filter(settings: Callable[[], StoreSettings]) -> Node:
             status = f"on ({threshold_label(critic, threshold)})"
             chosen = handed_over(scores, threshold, state["depth"], bests if parts else None)
             narrowed = ""
-            if handover is not None and not parts and any(keep_mask(scores, threshold)):
-                if context.k is not None:  # the caller's count: the critic alone drops
-                    narrowed = f"hand-over: every kept chunk (k={context.k} set by the caller)"
-                else:
-                    sources = [str(hit["metadata"].get("source", hit["id"])) for hit in hits]
-                    chosen, narrowed = narrow(chosen, scores, sources, handover)
+            if not parts and any(keep_mask(scores, threshold)):
+                chosen, narrowed = _narrowed(chosen, scores, state, context, handover)
             documents = [_document(hits[i], scores[i], state, status, answers[i]) for i in chosen]
             answerable, reason = abstention(hits, scores, len(documents), threshold)
             judged = list(scores)
@@ -316,6 +310,7 @@ def make_critic_filter(settings: Callable[[], StoreSettings]) -> Node:
             )
             note = _kept_note(status, scores, handed[1], threshold)
             note += f" (the critic for {chosen_for})" if chosen_for else ""
+            note += lowered
             if len(documents) > state["depth"]:
                 note += f" (more than the depth, {state['depth']}: the critic kept them)"
             note += f"; {narrowed}" if narrowed else ""
@@ -340,6 +335,42 @@ def make_critic_filter(settings: Callable[[], StoreSettings]) -> Node:
         }
 
     return critic_filter
+
+
+def _cut(
+    critic: Critic, state: RetrievalState, context: RetrievalContext, parts: bool
+) -> tuple[float, str]:
+    """The critic's cut for this run (the context's, else the critic's own; an overview
+    question's times ``overview_share``) and what the trace adds when it is lowered."""
+    threshold = context.critic_threshold
+    if threshold is None:
+        threshold = critic.threshold
+    if state.get("overview") and not parts and context.k is None:  # several notes answer
+        share = context.overview_share
+        return threshold * share, f" (an overview question: {share:g} of the critic's cut)"
+    return threshold, ""
+
+
+def _narrowed(
+    chosen: list[int],
+    scores: Sequence[float],
+    state: RetrievalState,
+    context: RetrievalContext,
+    rule: HandOverRule | None,
+) -> tuple[list[int], str]:
+    """What to hand over of the kept ``chosen`` hits of a question without parts: an overview
+    question's best chunk of each note (``breadth``), else the hand-over ``rule``'s (None: all
+    kept); a caller's ``k`` keeps every kept chunk. The trace's line comes with them."""
+    if context.k is not None:  # the caller's count: the critic alone drops
+        line = f"hand-over: every kept chunk (k={context.k} set by the caller)"
+        return chosen, line if rule is not None else ""
+    hits = state["hits"]
+    sources = [str(hit["metadata"].get("source", hit["id"])) for hit in hits]
+    if state.get("overview"):
+        return breadth(chosen, scores, sources, state["depth"])
+    if rule is None:
+        return chosen, ""
+    return narrow(chosen, scores, sources, rule)
 
 
 def _without_critic(

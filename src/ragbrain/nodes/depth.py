@@ -11,6 +11,7 @@ from langgraph.runtime import Runtime
 from ragbrain.context import RetrievalContext, context_of
 from ragbrain.query.compound import split_compound
 from ragbrain.query.inputs import read_part
+from ragbrain.query.overview import overview_cue
 from ragbrain.state import RetrievalState
 
 
@@ -64,7 +65,8 @@ def plan_depth(query: str, context: RetrievalContext) -> dict[str, Any]:
     """The complexity score, the depth, how many candidates to search and judge, and the trace
     line; an explicit ``k`` overrides the tiers and is also the number judged. A compound
     question (``ragbrain.query.compound``) has ``judged_compound`` judged. Returns the state keys
-    to write."""
+    to write. An overview question (``ragbrain.query.overview``) gets the deepest tier and
+    ``judged_overview`` candidates; its cue goes to the state's ``overview``."""
     score, reasons = complexity(query, context)
     why = ", ".join(reasons) or "short, no markers"
     if context.k is not None:
@@ -72,18 +74,29 @@ def plan_depth(query: str, context: RetrievalContext) -> dict[str, Any]:
             "complexity": score,
             "depth": context.k,
             "candidates": context.k,
+            "overview": None,
             "notes": [f"depth {context.k}: k set by the caller (complexity {score}: {why})"],
         }
     depth = depth_for(score, context)
     candidates = max(depth, context.judged)
     judged = f"{candidates} candidates judged"
+    cue = overview_cue(query) if context.overview else None
     if context.split_compound and split_compound(query):
         candidates = max(candidates, context.judged_compound)
         judged = f"{candidates} candidates judged (a compound question: its parts share them)"
+        cue = None
+    elif cue is not None:
+        depth = max(depth, context.depth_tiers[-1])
+        candidates = max(candidates, depth, context.judged_overview)
+        judged = (
+            f"{candidates} candidates judged (an overview question: it {cue}; the best chunk "
+            f"of each kept note is handed over, up to {depth} notes)"
+        )
     return {
         "complexity": score,
         "depth": depth,
         "candidates": candidates,
+        "overview": cue,
         "notes": [f"depth {depth}: complexity {score} ({why}); {judged}"],
     }
 

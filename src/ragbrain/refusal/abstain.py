@@ -26,7 +26,8 @@ whose notes span at least ``min_per_source`` chunks a note takes the cuts fit on
 --ship``), when they were fit with the scores of the critic's own layer; without that file, or
 with one that cannot be read, every store keeps the critic's cuts. The notes cuts carry a
 one-note rule (``one_note``): a set to hand over whose chunks all come from one note, which
-the critic or BM25 is confident of, is not refused by the strict level's cuts.
+the critic is confident of, or whose question's rare words a chunk holds, is not refused by
+the strict level's cuts.
 """
 
 from __future__ import annotations
@@ -67,9 +68,9 @@ class AbstainThresholds:
     source: str = "set by the caller"
     coverage_below: float | None = None
     #: A set to hand over of at least ``one_note_chunks`` chunks, all of one note, whose best
-    #: critic score reaches ``one_note_above``, or with a chunk among BM25's that holds
-    #: ``one_note_support`` of the question's rare words, is kept whatever the strict cuts
-    #: say (``one_note``); both None: the strict cuts alone decide.
+    #: critic score reaches ``one_note_above``, or, of any notes, with a chunk among BM25's
+    #: that holds ``one_note_support`` of the question's rare words, is kept whatever the
+    #: strict cuts say (``one_note``); both None: the strict cuts alone decide.
     one_note_above: float | None = None
     one_note_chunks: int = 2
     one_note_support: float | None = None
@@ -182,11 +183,12 @@ def one_note(
     thresholds: AbstainThresholds | None,
     support: float | None = None,
 ) -> str | None:
-    """Whether the set the run would hand over is one note's confident answer, which the strict
-    level keeps whatever its cuts say (its off-topic cut, its evidence rule): at least
-    ``thresholds.one_note_chunks`` chunks, every one from the same note, and either the best
-    scored at least ``thresholds.one_note_above`` by the critic or one of BM25's chunks
-    holding at least ``thresholds.one_note_support`` of the question's rare words.
+    """Whether the set the run would hand over is a confident answer, which the strict level
+    keeps whatever its cuts say (its off-topic cut, its evidence rule): at least
+    ``thresholds.one_note_chunks`` chunks, and either one of BM25's chunks holding at least
+    ``thresholds.one_note_support`` of the question's rare words (the set may span notes: a
+    question naming what two notes use is not missing its answer), or every chunk from the
+    same note with the best scored at least ``thresholds.one_note_above`` by the critic.
 
     Args:
         sources: The note of each chunk to hand over.
@@ -200,17 +202,17 @@ def one_note(
     """
     if thresholds is None or len(sources) < thresholds.one_note_chunks:
         return None
-    if len(set(sources)) != 1:
-        return None
     best, floor, held = best_score(scores), thresholds.one_note_above, thresholds.one_note_support
     count = f"the {len(sources)} chunk{'s' if len(sources) != 1 else ''} to hand over"
-    if floor is not None and best is not None and best >= floor:
-        why = f"the critic's best score ({best:.3f}) reaches {floor:.3f}"
-    elif held is not None and support is not None and support >= held:
+    if held is not None and support is not None and support >= held:
+        # The words the question names are in a chunk: its answer is not missing, whether the
+        # set is one note's or spreads over several (a name two notes use).
         why = f"a chunk holds {support:.2f} of its rare words (>= {held:.2f})"
-    else:
-        return None
-    return f"strict: kept, {count} all come from one note and {why} ({thresholds.source})"
+        return f"strict: kept, {count}: {why} ({thresholds.source})"
+    if len(set(sources)) == 1 and floor is not None and best is not None and best >= floor:
+        why = f"the critic's best score ({best:.3f}) reaches {floor:.3f}"
+        return f"strict: kept, {count} all come from one note and {why} ({thresholds.source})"
+    return None
 
 
 def hand_over(
