@@ -183,7 +183,7 @@ def ask_folder(folder: Path, embeddings: Any, progress: Callable[[int, int], Non
     graph = build_graph(store, "default", lexical=LexicalSearcher(store), handover=None)
     base = retriever.context
     probe = CorrectiveRetriever(graph=graph).model_copy(
-        update={"context": replace(base, abstain="off", critic_threshold=0.0)}
+        update={"context": replace(base, abstain="off", critic_threshold=0.0, overview=False)}
     )
     questions = load_questions(folder)
     grades = json.loads((folder / "qrels.json").read_text(encoding="utf-8"))

@@ -101,7 +101,9 @@ def notes_evidence(folder: Path, embeddings: Any, identifiers: int = 0) -> dict[
     lexical = LexicalSearcher(store)
     probe = CorrectiveRetriever(graph=build_graph(store, "default", lexical=lexical, handover=None))
     probe = probe.model_copy(
-        update={"context": replace(probe.context, abstain="off", critic_threshold=0.0)}
+        update={
+            "context": replace(probe.context, abstain="off", critic_threshold=0.0, overview=False)
+        }
     )
     # The shipped graph at the default level: the set the strict level would hand over.
     shipped = CorrectiveRetriever(graph=build_graph(store, "default", lexical=lexical))

@@ -286,15 +286,18 @@ def ask(
 ) -> list[Answer]:
     """Ask each question at the default level and, when answered, at ``"strict"``; with
     ``probe`` (the same store's retriever without a hand-over rule), once more with the critic
-    threshold at 0 and refusal off, to keep every judged candidate with its score (what a
-    hand-over rule is fit on); with ``dense`` (a plain dense search: question, k -> sources),
-    a broad or answerable question's dense top ``max(DENSE_TOPS)`` as well."""
+    threshold at 0, refusal off and no overview hand-over, to keep every judged candidate with
+    its score (what a hand-over rule is fit on); with ``dense`` (a plain dense search:
+    question, k -> sources), a broad or answerable question's dense top ``max(DENSE_TOPS)``
+    as well."""
     from dataclasses import replace
 
     base = retriever.context
     strict = retriever.model_copy(update={"context": replace(base, abstain="strict")})
     open_ = (
-        probe.model_copy(update={"context": replace(base, abstain="off", critic_threshold=0.0)})
+        probe.model_copy(
+            update={"context": replace(base, abstain="off", critic_threshold=0.0, overview=False)}
+        )
         if probe is not None
         else None
     )
