@@ -1,4 +1,4 @@
-"""Chunks read by id from a small store's rows held in memory (``ragbrain.store.rows``): the
+"""Chunks read by id from a small store's rows held in memory (``store.search.HeldRows``): the
 same hits as Chroma's, and never a stale row after this store's write or another writer's."""
 
 from __future__ import annotations
@@ -11,9 +11,8 @@ import numpy as np
 import pytest
 
 from ragbrain.store import Store
-from ragbrain.store import rows as rows_module
-from ragbrain.store.rows import HeldRows
-from ragbrain.store.search import Hit
+from ragbrain.store import search as rows_module
+from ragbrain.store.search import HeldRows, Hit
 from tests.support.fakes import BagOfWordsEmbeddings
 
 TEXTS = [

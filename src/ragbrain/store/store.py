@@ -56,11 +56,12 @@ from ragbrain.store.processes import (
     retire,
     writer_lock,
 )
-from ragbrain.store.rows import HeldRows, Rows
 from ragbrain.store.search import (
+    HeldRows,
     Hit,
     KnownScope,
     KnownTypes,
+    Rows,
     ScopeVectors,
     TypeIndex,
     scan_nearest,
@@ -636,7 +637,7 @@ class Store:
 
         Computed from the chunk's stored embedding, so a chunk found by the lexical index
         carries the same kind of distance as one found by the vector search. Read from the
-        copy of a small store held in memory when it is current (``ragbrain.store.rows``),
+        copy of a small store held in memory when it is current (``search.HeldRows``),
         else from Chroma. An id the store lacks is left out; one asked twice is read once.
         """
         ids = list(dict.fromkeys(ids))
