@@ -148,3 +148,41 @@ def test_rows_are_held_for_their_version_only() -> None:
     assert rows.rows(["a"]) is None  # not served at the new version; read again ...
     assert rows.rows(["a"], wait=True) is not None  # ... in the background (waited for here)
     assert loads == [1, 2]
+
+
+def test_a_wrapped_store_sees_the_callers_own_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A caller's persistent langchain-chroma store: its rows are held too (read through the
+    view, the caller's ``kind`` as the type), and the caller's writes, which bypass the
+    ``Store``, are seen (they change the SQLite file)."""
+    from langchain_chroma import Chroma
+    from langchain_core.documents import Document
+
+    from ragbrain.models.embeddings import model_name_of
+    from ragbrain.store.wrapped import ModelNames, wrap_chroma
+
+    monkeypatch.setenv("RAGBRAIN_CACHE", str(tmp_path / "cache"))
+    embeddings = BagOfWordsEmbeddings()
+    vectorstore = Chroma.from_documents(
+        [Document(page_content=text, metadata={"kind": "note"}) for text in TEXTS],
+        embeddings,
+        ids=[f"n{i}" for i in range(len(TEXTS))],
+        collection_name="app",
+        persist_directory=str(tmp_path / "chroma"),
+    )
+    store, _ = wrap_chroma(
+        vectorstore, names=ModelNames(own=model_name_of(embeddings)), type_key="kind"
+    )
+    asked = ["n0", "n2", "n4"]
+    from_chroma = by_id(store.hits_by_id("postgres backup", asked))
+    assert held(store)
+    assert by_id(store.hits_by_id("postgres backup", asked)) == from_chroma
+    assert from_chroma["n2"]["metadata"]["type"] == "note"
+    vectorstore.update_document(
+        "n2", Document(page_content="kubernetes liveness probe", metadata={"kind": "bug"})
+    )
+    hits = by_id(store.hits_by_id("kubernetes liveness probe", asked))
+    assert hits["n2"]["text"] == "kubernetes liveness probe"
+    assert hits["n2"]["distance"] == pytest.approx(0.0, abs=1e-6)
+    assert hits["n2"]["metadata"]["type"] == "bug"
