@@ -186,3 +186,26 @@ def test_a_wrapped_store_sees_the_callers_own_writes(
     assert hits["n2"]["text"] == "kubernetes liveness probe"
     assert hits["n2"]["distance"] == pytest.approx(0.0, abs=1e-6)
     assert hits["n2"]["metadata"]["type"] == "bug"
+
+
+def test_a_failed_read_is_not_tried_again_until_the_store_changes() -> None:
+    version, reads = [1], []
+
+    def pages() -> Iterator[dict[str, Any]]:
+        reads.append(version[0])
+        raise RuntimeError("Chroma failed")
+        yield {}  # a generator
+
+    rows = HeldRows(lambda: 2, pages, lambda: version[0])  # type: ignore[arg-type]
+    assert rows.rows(["a"], wait=True) is None
+    assert rows.rows(["a"], wait=True) is None
+    assert reads == [1]
+    version[0] = 2
+    assert rows.rows(["a"], wait=True) is None
+    assert reads == [1, 2]
+
+
+def test_an_empty_store_is_held_and_finds_nothing(tmp_path: Path) -> None:
+    empty = Store.open(tmp_path / "e", BagOfWordsEmbeddings(), create=True)
+    assert held(empty)
+    assert empty.hits_by_id("redis", ["n0"]) == []

@@ -929,7 +929,7 @@ class HeldRows:
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)  # notified when a load ends
         self._held: _Held | None = None
-        self._too_many: object = None  # the version at which the store had too many chunks
+        self._skip: object = None  # a version not read again (too many chunks, a failed read)
         self._loading = False
         self._generation = 0  # bumped by ``forget``: a load begun before it is not kept
 
@@ -948,7 +948,7 @@ class HeldRows:
             start = None
             if held is None or held.version != version:
                 self._held = held = None
-                if not self._loading and self._too_many != version:
+                if not self._loading and self._skip != version:
                     self._loading, start = True, self._generation
         if start is not None and wait:
             self._load(start)
@@ -973,13 +973,14 @@ class HeldRows:
         """Drop the rows (this store wrote), and any load in flight."""
         with self._lock:
             self._held = None
-            self._too_many = None
+            self._skip = None
             self._generation += 1
 
     def _load(self, generation: int) -> None:
+        version: object = None
+        held: _Held | None = None
         try:
             version = self._version()  # before the read: a write after it changes it
-            held: _Held | None = None
             if version is not None and self._count() <= HELD_ROWS:
                 ids: list[str] = []
                 texts: list[str] = []
@@ -1005,13 +1006,11 @@ class HeldRows:
                     held = _Held(
                         version, ids, position, texts, metadatas, single if exact else vectors
                     )
-            with self._lock:
-                if generation == self._generation:
-                    self._held = held
-                    self._too_many = version if held is None else None
-        except Exception:  # a failed load only means that Chroma keeps answering
+        except Exception:  # a failed read only means that Chroma keeps answering
             logger.debug("Reading the store's rows failed", exc_info=True)
-        finally:
-            with self._lock:
-                self._loading = False
-                self._idle.notify_all()
+        with self._lock:
+            if generation == self._generation:
+                self._held = held
+                self._skip = version if held is None else None
+            self._loading = False
+            self._idle.notify_all()

@@ -661,6 +661,8 @@ class Store:
                 metadatas=[dict(meta or {}) for meta in found["metadatas"] or [{}] * count],
                 vectors=np.asarray(found["embeddings"], dtype=np.float64).reshape(count, -1),
             )
+        if not rows.ids:
+            return []
         norms = np.linalg.norm(rows.vectors, axis=1) * np.linalg.norm(query_vector)
         cosines = (rows.vectors @ query_vector) / np.where(norms > 0, norms, 1.0)
         return [
