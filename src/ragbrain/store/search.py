@@ -55,15 +55,16 @@ Every hit is checked against Chroma's own metadata before it is returned; when o
 passes (the index lagged behind a writer), the caller searches without the index.
 
 Chunks read by id (``Store.hits_by_id``: those BM25 found that the dense search did not, each
-with its text, metadata and cosine distance to the question), from a small store's rows held
-in memory (``HeldRows``). Chroma's ``get`` by id costs close to a millisecond a call however
-few the ids, and a 10,000-character question of ``python -m benchmarks.latency long`` needs it
-in most runs. A store of at most ``HELD_ROWS`` chunks is read whole in a background thread the
-first time a chunk is read by id (Chroma answers until then); later reads are served from
-memory, whichever chunks they ask for. The copy is used only while the store's version
-(``Store.version``: the stat of its SQLite file, which every write by any process changes) is
-the one read before it was loaded, and is dropped when this store writes (``forget``). A store
-without a version (a server store, an in-memory client) is never held.
+with its text, metadata and cosine distance to the question), from a small store's rows held in
+memory (``HeldRows``). Chroma's ``get`` by id costs about as much for one id as for ten
+(docs/decisions/measured-costs.md), and a 10,000-character question of ``python -m
+benchmarks.latency long`` needs it in most runs. A store of at most ``HELD_ROWS`` chunks is
+read whole in a background thread the first time a chunk is read by id (Chroma answers until
+then); later reads are served from memory, whichever chunks they ask for. The copy is used only
+while the store's version (``Store.version``: the stat of its SQLite file, which every write by
+any process changes) is the one read before it was loaded, and is dropped when this store
+writes (``forget``). A store without a version (a server store, an in-memory client) is never
+held.
 """
 
 from __future__ import annotations
