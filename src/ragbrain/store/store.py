@@ -57,9 +57,11 @@ from ragbrain.store.processes import (
     writer_lock,
 )
 from ragbrain.store.search import (
+    HeldRows,
     Hit,
     KnownScope,
     KnownTypes,
+    Rows,
     ScopeVectors,
     TypeIndex,
     scan_nearest,
@@ -126,6 +128,7 @@ class Store:
     _type_index: TypeIndex
     _types_seen: tuple[object, float, list[str]] | None
     _scope_vectors: ScopeVectors
+    _rows: HeldRows
     _ledger: LedgerView
 
     def __init__(
@@ -168,6 +171,9 @@ class Store:
         )
         self._types_seen = None
         self._scope_vectors = ScopeVectors(live)
+        self._rows = HeldRows(
+            self.count, lambda: self.pages(["documents", "metadatas", "embeddings"]), self.version
+        )
         self._ledger = LedgerView(live, self.call, self.version)
         sqlite = self.sqlite_file()
         self._follower = None if sqlite is None else Follower(sqlite, self._generation)
@@ -234,6 +240,7 @@ class Store:
             retire(old)
         self._owns_client = True
         self._types_seen = None
+        self._rows.forget()
         self._ledger.forget()
         log.info(
             "Another process wrote to %s: reopened it (%.0f ms).",
@@ -629,33 +636,46 @@ class Store:
         """The given chunks as hits, each with its true cosine distance to ``query``.
 
         Computed from the chunk's stored embedding, so a chunk found by the lexical index
-        carries the same kind of distance as one found by the vector search.
+        carries the same kind of distance as one found by the vector search. Read from the
+        copy of a small store held in memory when it is current (``search.HeldRows``),
+        else from Chroma. An id the store lacks is left out; one asked twice is read once.
         """
+        ids = list(dict.fromkeys(ids))
         if not ids:
             return []
-        found = self.call(
-            "Reading chunks",
-            lambda: self.collection.get(
-                ids=list(ids), include=["documents", "metadatas", "embeddings"]
-            ),
-        )
-        if not found["ids"]:
-            return []
         query_vector = np.asarray(self._query_vector(query), dtype=np.float64)
-        vectors = np.asarray(found["embeddings"], dtype=np.float64).reshape(len(found["ids"]), -1)
-        norms = np.linalg.norm(vectors, axis=1) * np.linalg.norm(query_vector)
-        cosines = (vectors @ query_vector) / np.where(norms > 0, norms, 1.0)
-        texts = found["documents"] or [""] * len(found["ids"])
-        metas = found["metadatas"] or [{}] * len(found["ids"])
+        rows = self._rows.rows(ids)
+        if rows is None:
+            found = self.call(
+                "Reading chunks",
+                lambda: self.collection.get(
+                    ids=ids, include=["documents", "metadatas", "embeddings"]
+                ),
+            )
+            if not found["ids"]:
+                return []
+            count = len(found["ids"])
+            rows = Rows(
+                ids=list(found["ids"]),
+                texts=[text or "" for text in found["documents"] or [""] * count],
+                metadatas=[dict(meta or {}) for meta in found["metadatas"] or [{}] * count],
+                vectors=np.asarray(found["embeddings"], dtype=np.float64).reshape(count, -1),
+            )
+        if not rows.ids:
+            return []
+        norms = np.linalg.norm(rows.vectors, axis=1) * np.linalg.norm(query_vector)
+        cosines = (rows.vectors @ query_vector) / np.where(norms > 0, norms, 1.0)
         return [
             Hit(
                 id=id_,
-                text=text or "",
-                metadata=dict(meta or {}),
+                text=text,
+                metadata=meta,
                 distance=max(0.0, 1.0 - float(cos)),
                 from_fallback=False,
             )
-            for id_, text, meta, cos in zip(found["ids"], texts, metas, cosines, strict=True)
+            for id_, text, meta, cos in zip(
+                rows.ids, rows.texts, rows.metadatas, cosines, strict=True
+            )
         ]
 
     def known_types(self) -> list[str]:
@@ -818,11 +838,14 @@ class Store:
         every column, under the writer lock, then record the change so that every reader
         learns of it."""
         with self.writing(), self._lock:
-            for start in range(0, len(ids), BATCH):
-                end = start + BATCH
-                batch = {name: list(values[start:end]) for name, values in columns.items()}
-                write = getattr(self.collection, method)
-                self.call(what, partial(write, ids=list(ids[start:end]), **batch))
+            try:
+                for start in range(0, len(ids), BATCH):
+                    end = start + BATCH
+                    batch = {name: list(values[start:end]) for name, values in columns.items()}
+                    write = getattr(self.collection, method)
+                    self.call(what, partial(write, ids=list(ids[start:end]), **batch))
+            finally:
+                self._rows.forget()  # after the write: a load begun before it is not kept
             if ids:
                 self.record()
 
